@@ -1,0 +1,93 @@
+"""The one place where a sandbox policy becomes a firejail command line.
+
+A `JailPolicy` is data (reviewable, versioned); `jail_command` turns it and a program
+into argv. What the jail guarantees is proven at run time by `sandbox.selftest`, never
+assumed from these flags: firejail silently runs unsandboxed when it believes it is
+already inside a container.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class JailPolicy:
+    """What every jail gets, whatever runs in it."""
+
+    firejail: str = "firejail"
+    max_processes: int = 64          # --rlimit-nproc, per slot uid
+    max_file_mb: int = 64            # --rlimit-fsize
+    max_open_files: int = 256        # --rlimit-nofile
+    memory_mb: int = 0               # --rlimit-as for the whole jail; 0 leaves it to the call
+    hidden_paths: tuple[str, ...] = ()  # blacklisted inside the jail (config, project tree)
+    read_only_paths: tuple[str, ...] = ("/tmp", "/dev/shm", "/var/tmp")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A uid the jail runs as and the only directory it may write (its home)."""
+
+    name: str
+    uid: int
+    gid: int
+    scratch: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def jail_command(policy: JailPolicy, slot: Slot, program: list[str]) -> list[str]:
+    """The firejail argv that runs program in slot under policy."""
+    scratch = str(slot.scratch)
+    argv = [
+        policy.firejail,
+        "--quiet",
+        "--noprofile",
+        "--net=none",
+        "--caps.drop=all",
+        "--nonewprivs",
+        "--noroot",
+        "--seccomp",
+        "--restrict-namespaces",
+        "--nogroups",
+        "--private-dev",
+        "--private-tmp",
+        f"--private={scratch}",
+        "--read-only=/",
+    ]
+    argv += [f"--read-only={path}" for path in policy.read_only_paths]
+    argv.append(f"--read-write={scratch}")
+    argv += [f"--blacklist={path}" for path in policy.hidden_paths if path]
+    argv += [
+        f"--rlimit-nproc={policy.max_processes}",
+        f"--rlimit-fsize={policy.max_file_mb * 1024 * 1024}",
+        f"--rlimit-nofile={policy.max_open_files}",
+    ]
+    if policy.memory_mb:
+        argv.append(f"--rlimit-as={policy.memory_mb * 1024 * 1024}")
+    return argv + program
+
+
+def jail_environment(slot: Slot) -> dict[str, str]:
+    """The whole environment a jailed process starts with: nothing of the server's."""
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(slot.scratch),
+        "TMPDIR": str(slot.scratch),
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+    }
+    env.update(slot.extra_env)
+    return env
+
+
+def firejail_path(policy: JailPolicy) -> str | None:
+    """The firejail binary's path, or None when it cannot be found."""
+    return shutil.which(policy.firejail)

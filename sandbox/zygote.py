@@ -1,0 +1,453 @@
+"""The warm Python worker that runs inside one jail and forks a child per call.
+
+This file is executed inside the sandbox as a standalone program: the host sends its
+source over stdin (see `sandbox.worker.BOOTSTRAP`), so the jail never needs to see the
+project tree. It imports nothing from the project.
+
+Protocol on stdin/stdout: frames of a 4-byte big-endian length and a JSON object.
+The zygote first writes a hello frame, then answers each request frame with exactly one
+result frame. Per call it forks a child that starts its own session, sets its limits,
+runs the code with stdin/stdout/stderr redirected, and reports the repr of the last
+expression. The zygote enforces wall time with SIGKILL of the child's process group,
+then kills every other process of the jail's uid (double-forked daemons included) and
+wipes the writable scratch directory before it reads the next request.
+
+What this does not protect against on its own: anything the jail around it does not
+stop. The child runs with the zygote's uid, so it can kill the zygote (the host then
+replaces the worker) or write a forged result frame about its own call.
+"""
+
+import ast
+import ctypes
+import importlib
+import json
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import time
+import traceback
+
+PR_SET_DUMPABLE = 4
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+READ_CHUNK = 65536
+REAP_ROUNDS = 200
+
+
+def send_frame(stream, message):
+    data = json.dumps(message).encode()
+    stream.write(struct.pack(">I", len(data)) + data)
+    stream.flush()
+
+
+def read_frame(stream):
+    header = stream.read(4)
+    if len(header) < 4:
+        return None
+    (size,) = struct.unpack(">I", header)
+    data = stream.read(size)
+    if len(data) < size:
+        return None
+    return json.loads(data)
+
+
+def vm_size_kb():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Capture:
+    """Bytes read from one pipe, kept up to a cap; the rest is read and dropped."""
+
+    def __init__(self, cap):
+        self.cap = cap
+        self.chunks = []
+        self.size = 0
+        self.truncated = False
+
+    def feed(self, data):
+        room = self.cap - self.size
+        if len(data) > room:
+            self.truncated = True
+            data = data[: max(room, 0)]
+        if data:
+            self.chunks.append(data)
+            self.size += len(data)
+
+    def text(self):
+        return b"".join(self.chunks).decode("utf-8", errors="replace")
+
+
+def split_last_expression(source):
+    """Returns (body, last_expression) code objects, as a notebook cell runs them."""
+    tree = ast.parse(source, filename="<code>", mode="exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, "<code>", "exec")
+    return body, (compile(last, "<code>", "eval") if last is not None else None)
+
+
+def set_limits(request, baseline_kb):
+    memory = (baseline_kb * 1024) + request["memory_mb"] * 1024 * 1024
+    cpu = max(1, -(-request["timeout_ms"] // 1000) + 1)
+    limits = [
+        (resource.RLIMIT_AS, memory),
+        (resource.RLIMIT_CPU, cpu),
+        (resource.RLIMIT_NPROC, request["max_processes"]),
+        (resource.RLIMIT_FSIZE, request["max_file_mb"] * 1024 * 1024),
+        (resource.RLIMIT_NOFILE, request["max_open_files"]),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    for which, value in limits:
+        resource.setrlimit(which, (value, value))
+
+
+class Child:
+    """A child forked ahead of its call: it waits on its request pipe, then runs it."""
+
+    def __init__(self, baseline_kb):
+        req_r, self.req_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        self.err_r, err_w = os.pipe()
+        self.res_r, res_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            for fd in (self.req_w, self.out_r, self.err_r, self.res_r):
+                os.close(fd)
+            run_child(baseline_kb, req_r, out_w, err_w, res_w)
+        for fd in (req_r, out_w, err_w, res_w):
+            os.close(fd)
+        self.pidfd = os.pidfd_open(self.pid)
+
+    def close(self):
+        for fd in (self.req_w, self.out_r, self.err_r, self.res_r, self.pidfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def read_request(fd):
+    chunks = []
+    while True:
+        data = os.read(fd, READ_CHUNK)
+        if not data:
+            break
+        chunks.append(data)
+    return json.loads(b"".join(chunks))
+
+
+def run_child(baseline_kb, req_r, out_w, err_w, result_w):
+    """Runs in the forked child; never returns."""
+    code = 1
+    try:
+        os.setsid()
+        request = read_request(req_r)
+        os.close(req_r)
+        stdin_fd = os.memfd_create("stdin")
+        os.write(stdin_fd, request.get("stdin", "").encode("utf-8", errors="surrogateescape"))
+        os.lseek(stdin_fd, 0, os.SEEK_SET)
+        os.dup2(stdin_fd, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        for fd in (stdin_fd, out_w, err_w):
+            if fd > 2:
+                os.close(fd)
+        os.closerange(3, result_w)
+        os.closerange(result_w + 1, 1024)
+        os.chdir(os.environ.get("HOME", "/"))
+        sys.stdin = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        set_limits(request, baseline_kb)
+    except BaseException as exc:  # the child cannot start: report it as a crash
+        os.write(result_w, json.dumps({"kind": "crashed", "error": f"child setup: {exc!r}"}).encode())
+        os._exit(70)
+
+    result = {"kind": "ok"}
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    try:
+        body, last = split_last_expression(request["code"])
+        exec(body, namespace)
+        if last is not None:
+            value = eval(last, namespace)
+            if value is not None:
+                result["value"] = repr(value)[: request["max_output_bytes"]]
+        code = 0
+    except SystemExit as exc:
+        if exc.code is None or exc.code == 0:
+            code = 0
+        elif isinstance(exc.code, int):
+            code = exc.code & 0xFF
+            result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+            result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
+    except MemoryError:
+        result = {"kind": "memory", "error": "MemoryError: memory limit reached"}
+        code = 1
+    except BaseException as exc:
+        tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
+        traceback.print_exception(type(exc), exc, tb, limit=-20)
+        line = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        result = {"kind": "error", "error": line}
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    result["exit_code"] = code
+    try:
+        os.close(1)
+        os.close(2)
+        os.write(result_w, json.dumps(result).encode())
+        os.close(result_w)
+    except BaseException:
+        pass
+    os._exit(code)
+
+
+def kill_everything_else():
+    """SIGKILLs every process this uid can signal in the jail and reaps them all.
+
+    The zygote is a child subreaper, so double-forked daemons are its children too;
+    repeat until nothing is left, as a fork in flight can add a process after a kill.
+    """
+    for _ in range(REAP_ROUNDS):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+
+
+def wipe(directory):
+    """Removes everything under directory, whatever permissions the call left."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        path = entry.path
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                for root, dirs, _ in os.walk(path):
+                    for name in dirs:
+                        try:
+                            os.chmod(os.path.join(root, name), 0o700, follow_symlinks=False)
+                        except OSError:
+                            pass
+                os.chmod(path, 0o700)
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def read_available(fd, capture):
+    """Reads what fd has now: returns False at end of file, True otherwise."""
+    try:
+        data = os.read(fd, READ_CHUNK)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    if not data:
+        return False
+    capture.feed(data)
+    return True
+
+
+def drain(fd, capture):
+    """Reads what is buffered in fd without waiting for writers that are still alive."""
+    while True:
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except OSError:
+            return
+        if not data:
+            return
+        capture.feed(data)
+
+
+def execute(child, request):
+    """Runs request in the preforked child and returns the reply.
+
+    Returns as soon as the child has reported and closed its output, before cleanup:
+    the caller cleans up before it takes the next call.
+    """
+    cap = request["max_output_bytes"]
+    started = time.monotonic()
+    payload = json.dumps(request).encode()
+    try:
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(child.req_w, view):]
+    except OSError:
+        pass  # the child is gone: its exit status tells the rest
+    os.close(child.req_w)
+    child.req_w = -1
+    captures = {child.out_r: Capture(cap), child.err_r: Capture(cap), child.res_r: Capture(4 * cap + 65536)}
+    for fd in captures:
+        os.set_blocking(fd, False)
+    open_fds = set(captures)
+    deadline = started + request["timeout_ms"] / 1000.0
+    timed_out = False
+    status = None
+    while open_fds or status is None:
+        if not open_fds and captures[child.res_r].size:
+            break  # reported and closed everything: its exit status adds nothing
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            timed_out = True
+            break
+        waiting = list(open_fds) + ([child.pidfd] if status is None else [])
+        readable, _, _ = select.select(waiting, [], [], remaining)
+        for fd in readable:
+            if fd != child.pidfd and not read_available(fd, captures[fd]):
+                open_fds.discard(fd)
+        if child.pidfd in readable:
+            _, status = os.waitpid(child.pid, 0)
+            for fd in list(open_fds):
+                drain(fd, captures[fd])
+            break
+    elapsed = time.monotonic() - started
+    if timed_out:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _, status = os.waitpid(child.pid, 0)
+        for fd in list(open_fds):
+            drain(fd, captures[fd])
+    return classify(request, status, timed_out, elapsed,
+                    captures[child.out_r], captures[child.err_r], captures[child.res_r])
+
+
+def clean_up(child):
+    """Leaves nothing of the call: no process, no file, no open descriptor."""
+    kill_everything_else()
+    child.close()
+    wipe(os.environ.get("HOME", "/nonexistent"))
+
+
+def classify(request, status, timed_out, elapsed, out, err, res):
+    reply = {
+        "id": request["id"],
+        "stdout": out.text(),
+        "stderr": err.text(),
+        "truncated": out.truncated or err.truncated,
+        "elapsed_us": int(elapsed * 1e6),
+        "exit_code": 0,
+        "value": "",
+        "error": "",
+    }
+    try:
+        result = json.loads(res.text()) if res.size else {}
+    except ValueError:
+        result = {}
+    if not isinstance(result, dict):
+        result = {}
+    reply["value"] = str(result.get("value", ""))
+    if status is None:
+        code = result.get("exit_code", 0)
+        reply["exit_code"] = code if isinstance(code, int) else 1
+    elif os.WIFEXITED(status):
+        reply["exit_code"] = os.WEXITSTATUS(status)
+    elif os.WIFSIGNALED(status):
+        reply["exit_code"] = -os.WTERMSIG(status)
+    signalled = status is not None and os.WIFSIGNALED(status)
+    if timed_out:
+        reply["outcome"] = "TIMEOUT"
+        reply["error"] = f"wall time limit of {request['timeout_ms']} ms exceeded"
+    elif signalled:
+        sig = os.WTERMSIG(status)
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and elapsed * 1000 >= request["timeout_ms"]):
+            reply["outcome"] = "TIMEOUT"
+            reply["error"] = "CPU time limit exceeded"
+        elif sig == signal.SIGXFSZ:
+            reply["outcome"] = "ERROR"
+            reply["error"] = f"file size limit of {request['max_file_mb']} MB exceeded"
+        else:
+            reply["outcome"] = "CRASHED"
+            reply["error"] = f"killed by signal {signal.Signals(sig).name}"
+    elif result.get("kind") == "memory":
+        reply["outcome"] = "MEMORY_LIMIT"
+        reply["error"] = f"memory limit of {request['memory_mb']} MB exceeded"
+    elif result.get("kind") == "crashed":
+        reply["outcome"] = "CRASHED"
+        reply["error"] = str(result.get("error", "child failed to start"))
+    elif result.get("kind") == "error" or reply["exit_code"] != 0:
+        reply["outcome"] = "ERROR"
+        reply["error"] = str(result.get("error") or f"exited with status {reply['exit_code']}")
+    else:
+        reply["outcome"] = "OK"
+    if "MemoryError" in reply["stderr"][-4096:] and reply["outcome"] == "ERROR":
+        reply["outcome"] = "MEMORY_LIMIT"
+        reply["error"] = f"memory limit of {request['memory_mb']} MB exceeded"
+    return reply
+
+
+def preload(modules):
+    loaded, failed = [], {}
+    for name in modules:
+        try:
+            importlib.import_module(name)
+            loaded.append(name)
+        except BaseException as exc:
+            failed[name] = repr(exc)
+    return loaded, failed
+
+
+def main(config):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    control_in = os.fdopen(os.dup(0), "rb", buffering=0)
+    control_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    loaded, failed = preload(config.get("preload", []))
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    baseline_kb = vm_size_kb()
+    send_frame(control_out, {"ready": True, "pid": os.getpid(), "uid": os.getuid(),
+                             "preloaded": loaded, "preload_failed": failed,
+                             "baseline_vm_kb": baseline_kb})
+    child = Child(baseline_kb)
+    while True:
+        request = read_frame(control_in)
+        if request is None:
+            return
+        send_frame(control_out, execute(child, request))
+        clean_up(child)
+        child = Child(baseline_kb)
+
+
+main(ZYGOTE_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

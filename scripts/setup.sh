@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Sets up everything the server needs on a Debian machine; safe to run again.
+#   - Debian packages: firejail, python3-venv
+#   - a virtual environment outside /root (the jail hides /root), with the package
+#   - the sandbox slot users (root only)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${TOOLSERVER_VENV:-/opt/toolserver/venv}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+
+if ! command -v firejail >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  echo "setup: installing firejail and python3-venv"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq firejail python3-venv python3-dev >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  $SUDO mkdir -p "$(dirname "$VENV")"
+  if [ -n "$SUDO" ]; then $SUDO chown "$(id -u):$(id -g)" "$(dirname "$VENV")"; fi
+  /usr/bin/python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+fi
+
+STAMP="$VENV/.toolserver-install"
+WANT="$(cd "$ROOT" && sha256sum pyproject.toml | cut -d' ' -f1) $ROOT"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  echo "setup: installing the package into $VENV"
+  "$VENV/bin/pip" install -q -e "$ROOT[dev]"
+  echo "$WANT" > "$STAMP"
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  "$VENV/bin/toolserver" setup-sandbox
+fi
+echo "setup: ready ($VENV)"

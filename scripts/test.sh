@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Sets up, then runs the whole test suite (slow suites included).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$ROOT/scripts/setup.sh"
+cd "$ROOT"
+status=0
+"${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin/python" -m pytest -q -ra "$@" || status=$?
+if [ "$status" -eq 5 ]; then
+  echo "test.sh: pytest collected no tests" >&2
+  exit 1
+fi
+exit "$status"

@@ -1,0 +1,118 @@
+"""Faults: a worker killed mid-call, a broken sandbox refused, SIGTERM drains."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import os
+import pwd
+import signal
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from sandbox.slots import processes_of_uid
+from toolserver.client import Unavailable
+from toolserver.v1 import toolserver_pb2 as pb
+
+from tests.conftest import RunningServer
+
+FAKE_FIREJAIL = """#!/bin/sh
+# Behaves like firejail that believes it is inside a container: it runs the program
+# unsandboxed. The self-test must catch this.
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --*) shift ;;
+    *) exec "$@" ;;
+  esac
+done
+"""
+
+
+def test_worker_killed_mid_call_gives_crashed_and_pool_recovers(client):
+    result: dict[str, pb.ExecuteResponse] = {}
+    thread = threading.Thread(target=lambda: result.setdefault("r", client.run_python(
+        "import time\ntime.sleep(20)", timeout_ms=30000)))
+    thread.start()
+    time.sleep(1.0)
+    for name in ("tsbox1", "tsbox2"):  # the session server's two worker slots
+        for pid in processes_of_uid(pwd.getpwnam(name).pw_uid):
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    if handle.read().startswith(b"firejail"):
+                        os.kill(pid, signal.SIGKILL)
+    thread.join(60)
+    assert result["r"].outcome == pb.CRASHED
+    assert "lost" in result["r"].error
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "2 workers, 2 idle" not in client.server_info().tools[0].detail:
+        time.sleep(0.2)
+    assert "2 workers, 2 idle" in client.server_info().tools[0].detail
+    assert [client.run_python("2 + 2").python.value for _ in range(6)] == ["4"] * 6
+
+
+def test_broken_sandbox_is_refused(tmp_path):
+    public = Path(tempfile.mkdtemp(dir="/var/tmp"))  # the slot user must be able to run it
+    public.chmod(0o755)
+    fake = public / "firejail"
+    fake.write_text(FAKE_FIREJAIL)
+    fake.chmod(0o755)
+    server = RunningServer(tmp_path, first_slot=4, workers=1, config=f'[sandbox]\nfirejail = "{fake}"\n')
+    try:
+        with grpc.insecure_channel(server.target) as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            status = health.Check(health_pb2.HealthCheckRequest(), timeout=10).status
+            assert status == health_pb2.HealthCheckResponse.NOT_SERVING
+        with server.client() as client:
+            with pytest.raises(Unavailable) as info:
+                client.run_python("1")
+            assert "self-test failed" in str(info.value)
+            info_reply = client.server_info()
+            assert not info_reply.serving and not info_reply.sandbox_verified
+            failing = {c.name for c in info_reply.checks if not c.ok}
+            assert {"seccomp", "no_network"} <= failing
+    finally:
+        server.stop()
+        shutil.rmtree(public)
+
+
+def test_insecure_flag_serves_and_says_so(tmp_path):
+    server = RunningServer(tmp_path, first_slot=7, workers=1, args=("--insecure-no-sandbox",))
+    try:
+        with server.client() as client:
+            assert client.run_python("1 + 1").python.value == "2"
+            info = client.server_info()
+            assert info.insecure and not info.sandbox_verified and "INSECURE" in info.reason
+        assert "INSECURE" in server.output()
+    finally:
+        server.stop()
+
+
+def test_sigterm_drains_in_flight_calls(tmp_path):
+    server = RunningServer(tmp_path, first_slot=10, workers=1)
+    results: dict[str, object] = {}
+    client = server.client()
+
+    def slow_call() -> None:
+        results["slow"] = client.run_python("import time\ntime.sleep(2)\n'done'", timeout_ms=10000)
+
+    thread = threading.Thread(target=slow_call)
+    thread.start()
+    time.sleep(0.8)
+    server.process.terminate()
+    time.sleep(0.3)
+    try:
+        client.run_python("1")
+        results["late"] = "served"
+    except Unavailable as exc:
+        results["late"] = exc
+    thread.join(30)
+    assert server.process.wait(60) == 0
+    client.close()
+    assert results["slow"].outcome == pb.OK and results["slow"].python.value == "'done'"
+    assert isinstance(results["late"], Unavailable)

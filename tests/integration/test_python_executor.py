@@ -1,0 +1,135 @@
+"""The Python executor through gRPC: outcomes, limits, output, stdin, isolation between calls."""
+
+from __future__ import annotations
+
+from toolserver.v1 import toolserver_pb2 as pb
+
+
+def test_value_of_last_expression_and_stdout(client):
+    response = client.run_python("x = 6\nprint('hi')\nx * 7")
+    assert response.outcome == pb.OK
+    assert response.stdout == "hi\n"
+    assert response.python.value == "42"
+    assert response.python.exit_code == 0
+    assert response.elapsed_us > 0
+
+
+def test_none_value_is_empty(client):
+    assert client.run_python("None").python.value == ""
+
+
+def test_exception_is_error_with_traceback(client):
+    response = client.run_python("def f():\n    return 1 / 0\nf()")
+    assert response.outcome == pb.ERROR
+    assert response.error == "ZeroDivisionError: division by zero"
+    assert "Traceback" in response.stderr and "line 2, in f" in response.stderr
+    assert response.python.exit_code == 1
+
+
+def test_syntax_error_is_error(client):
+    response = client.run_python("def (")
+    assert response.outcome == pb.ERROR
+    assert "SyntaxError" in response.error
+
+
+def test_nonzero_exit_is_error(client):
+    response = client.run_python("import sys\nsys.exit(3)")
+    assert response.outcome == pb.ERROR
+    assert response.python.exit_code == 3
+
+
+def test_wall_timeout(client):
+    response = client.run_python("import time\ntime.sleep(30)", timeout_ms=500)
+    assert response.outcome == pb.TIMEOUT
+    assert response.elapsed_us < 5_000_000
+
+
+def test_cpu_spin_times_out(client):
+    assert client.run_python("while True:\n    pass", timeout_ms=500).outcome == pb.TIMEOUT
+
+
+def test_memory_limit(client):
+    response = client.run_python("b = bytearray(2 * 1024**3)", memory_mb=128)
+    assert response.outcome == pb.MEMORY_LIMIT
+
+
+def test_segfault_is_crashed(client):
+    response = client.run_python("import ctypes\nctypes.string_at(0)")
+    assert response.outcome == pb.CRASHED
+    assert "SIGSEGV" in response.error
+
+
+def test_output_truncated_at_cap(client):
+    response = client.run_python("print('a' * 100000)", max_output_bytes=1000)
+    assert response.outcome == pb.OK
+    assert response.truncated
+    assert len(response.stdout.encode()) == 1000
+
+
+def test_invalid_utf8_output_is_replaced(client):
+    response = client.run_python("import sys\nsys.stdout.buffer.write(b'\\xff\\xfeok')")
+    assert response.outcome == pb.OK
+    assert response.stdout.endswith("ok") and "\ufffd" in response.stdout
+
+
+def test_stdin_is_fed(client):
+    response = client.run_python("a = input()\nb = input()\nint(a) + int(b)", stdin="2\n40\n")
+    assert response.python.value == "42"
+
+
+def test_sympy_is_preloaded(client):
+    response = client.run_python("import sys\n'sympy' in sys.modules")
+    assert response.python.value == "True"
+    assert client.run_python("import sympy\nsympy.factorint(360)").python.value == "{2: 3, 3: 2, 5: 1}"
+
+
+def test_nothing_survives_a_call(client):
+    first = client.run_python(
+        "import os, sys, json\n"
+        "open(os.path.join(os.environ['HOME'], 'left'), 'w').write('x')\n"
+        "json.leftover = 1\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        import time\n"
+        "        time.sleep(60)\n"
+        "    os._exit(0)\n"
+    )
+    assert first.outcome == pb.OK
+    for _ in range(4):  # every worker
+        later = client.run_python(
+            "import os, json\n"
+            "mine = {1, os.getpid(), os.getppid()}\n"
+            "(os.listdir(os.environ['HOME']), hasattr(json, 'leftover'),"
+            " [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine])"
+        )
+        assert later.python.value == "([], False, [])"
+
+
+def test_writes_outside_scratch_fail(client):
+    response = client.run_python(
+        "import os\nbad = []\n"
+        "for d in ['/tmp', '/var/tmp', '/dev/shm', '/etc', '/opt', '/usr']:\n"
+        "    try:\n"
+        "        open(os.path.join(d, 'x'), 'w').write('x')\n"
+        "        bad.append(d)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "bad"
+    )
+    assert response.python.value == "[]"
+
+
+def test_no_network_and_not_root(client):
+    response = client.run_python("import os, socket\n(os.getuid() != 0, [n for _, n in socket.if_nameindex()])")
+    assert response.python.value == "(True, ['lo'])"
+
+
+def test_fork_bomb_is_contained(client):
+    response = client.run_python(
+        "import os\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
+        "            import time\n            time.sleep(30)\n        n += 1\nexcept OSError:\n    pass\nn < 100",
+        timeout_ms=3000,
+    )
+    assert response.python.value == "True"
+    assert client.run_python("1 + 1").python.value == "2"

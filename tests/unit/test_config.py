@@ -1,0 +1,42 @@
+import pytest
+
+from toolserver.config import ConfigError, load_settings
+from toolserver.python_tool import effective_limits
+from toolserver.v1 import toolserver_pb2 as pb
+
+
+def test_defaults_are_valid_and_loopback():
+    settings = load_settings()
+    assert settings.server.host == "127.0.0.1" and settings.server.port == 50051
+
+
+def test_unknown_key_is_rejected(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("[python]\nworkerz = 3\n")
+    with pytest.raises(ConfigError, match="workerz"):
+        load_settings(path)
+
+
+def test_wrong_type_is_rejected(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[python]\nworkers = "many"\n')
+    with pytest.raises(ConfigError, match="python.workers must be an integer"):
+        load_settings(path)
+
+
+def test_contradicting_limits_are_rejected():
+    with pytest.raises(ConfigError, match="defaults.timeout_ms"):
+        load_settings(**{"defaults.timeout_ms": 50_000, "limits.timeout_ms": 1000})
+
+
+def test_slots_must_cover_workers():
+    with pytest.raises(ConfigError, match="sandbox.slots"):
+        load_settings(**{"python.workers": 40})
+
+
+def test_request_limits_are_capped_and_defaulted():
+    settings = load_settings()
+    limits = effective_limits(pb.Limits(timeout_ms=10**9, memory_mb=0, max_output_bytes=10), settings)
+    assert limits["timeout_ms"] == settings.limits.timeout_ms
+    assert limits["memory_mb"] == settings.defaults.memory_mb
+    assert limits["max_output_bytes"] == 10

@@ -1,0 +1,5 @@
+import sys
+
+from toolserver.cli import main
+
+sys.exit(main())

@@ -1,0 +1,151 @@
+"""The `toolserver` command: serve, call, tools, info, bench, setup-sandbox."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+from toolserver.config import ConfigError, Settings, load_settings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="toolserver", description="Tool-integrated reasoning sandbox server")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gRPC server")
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--config", help="TOML file overriding the embedded defaults")
+    serve.add_argument("--workers", type=int, help="warm python workers")
+    serve.add_argument("--insecure-no-sandbox", action="store_true",
+                       help="run untrusted code WITHOUT firejail (development only; reported loudly)")
+
+    for name, help_text in (("call", "run one tool call and print the result"),
+                            ("tools", "list the tools and their JSON schemas"),
+                            ("info", "print the server's health details"),
+                            ("bench", "load-test a server against the fresh-process baseline")):
+        command = sub.add_parser(name, help=help_text)
+        command.add_argument("--target", default="127.0.0.1:50051")
+        if name == "call":
+            command.add_argument("tool", choices=["python"])
+            command.add_argument("code", help="the code; '-' reads it from stdin")
+            command.add_argument("--stdin", default="", help="text fed to the program's stdin")
+            command.add_argument("--timeout-ms", type=int, default=0)
+            command.add_argument("--json", action="store_true", help="print the whole response as JSON")
+        if name == "bench":
+            command.add_argument("--code", default="1 + 1")
+            command.add_argument("-n", "--calls", type=int, default=2000)
+            command.add_argument("-c", "--concurrency", default="1,8,16", help="comma-separated levels")
+            command.add_argument("--baseline-calls", type=int, default=200,
+                                 help="fresh-process calls for the baseline (0: skip)")
+
+    setup = sub.add_parser("setup-sandbox", help="create the sandbox slot users (root)")
+    setup.add_argument("--config")
+    return parser
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    overrides = {}
+    if args.host:
+        overrides["server.host"] = args.host
+    if args.port is not None:
+        overrides["server.port"] = args.port
+    if args.workers:
+        overrides["python.workers"] = args.workers
+    if args.insecure_no_sandbox:
+        overrides["sandbox.insecure_no_sandbox"] = True
+    settings = load_settings(args.config, **overrides)
+    logging.basicConfig(level=settings.server.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from toolserver.server import serve
+
+    asyncio.run(serve(settings))
+    return 0
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    from google.protobuf.json_format import MessageToDict
+
+    from toolserver.client import ToolClient, ToolServerError
+    from toolserver.v1 import toolserver_pb2 as pb
+
+    code = sys.stdin.read() if args.code == "-" else args.code
+    with ToolClient(args.target) as client:
+        try:
+            response = client.run_python(code, stdin=args.stdin, timeout_ms=args.timeout_ms)
+        except ToolServerError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    if args.json:
+        print(json.dumps(MessageToDict(response, preserving_proto_field_name=True), indent=2))
+    else:
+        sys.stdout.write(response.stdout)
+        sys.stderr.write(response.stderr)
+        if response.python.value:
+            print(response.python.value)
+        if response.outcome != pb.OK:
+            print(f"[{pb.Outcome.Name(response.outcome)}] {response.error}", file=sys.stderr)
+    return 0 if response.outcome == pb.OK else 1
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from toolserver.client import ToolClient
+    from toolserver.tools import openai_function
+
+    with ToolClient(args.target) as client:
+        print(json.dumps([openai_function(spec) for spec in client.list_tools()], indent=2))
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from google.protobuf.json_format import MessageToDict
+
+    from toolserver.client import ToolClient
+
+    with ToolClient(args.target) as client:
+        print(json.dumps(MessageToDict(client.server_info(), preserving_proto_field_name=True), indent=2))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from toolserver.bench import run_bench
+
+    levels = [int(level) for level in args.concurrency.split(",") if level]
+    results = run_bench(args.target, args.code, args.calls, levels, args.baseline_calls)
+    return 1 if any(r.failures for r in results) else 0
+
+
+def cmd_setup_sandbox(args: argparse.Namespace) -> int:
+    from sandbox.slots import create_slot_users, running_as_root
+
+    settings: Settings = load_settings(args.config)
+    if not running_as_root():
+        print("not root: jails will run as this user (one uid for all slots)")
+        return 0
+    root = Path(settings.sandbox.scratch_root)
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o755)
+    created = create_slot_users(settings.sandbox.user_prefix, settings.sandbox.first_slot + settings.sandbox.slots, root)
+    print(f"sandbox slot users: {settings.sandbox.slots} ({len(created)} created), scratch under {root}")
+    return 0
+
+
+COMMANDS = {"serve": cmd_serve, "call": cmd_call, "tools": cmd_tools, "info": cmd_info,
+            "bench": cmd_bench, "setup-sandbox": cmd_setup_sandbox}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except ConfigError as exc:
+        print(f"config error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""One validated settings object for the whole server, with safe defaults.
+
+The defaults are the embedded config `toolserver serve` runs on; a TOML file passed
+with `--config` overrides any of them (unknown keys are an error, not a typo silently
+ignored). Every limit is one field with its default and the reason for it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """The settings are invalid; the message names the field."""
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    """Limits of one call. Callers may ask for less (Limits in the request), never more."""
+
+    timeout_ms: int = 10_000          # wall time; CPU time is capped at the same plus 1 s
+    memory_mb: int = 1024             # address space on top of the warm interpreter
+    max_output_bytes: int = 65_536    # per stream (stdout, stderr); the rest is dropped
+    max_processes: int = 32           # RLIMIT_NPROC for the call (threads count too)
+    max_file_mb: int = 16             # RLIMIT_FSIZE: largest file a call may write
+    max_open_files: int = 128         # RLIMIT_NOFILE
+
+
+@dataclass(frozen=True)
+class DefaultLimits:
+    """What a call gets when its request leaves a limit at 0."""
+
+    timeout_ms: int = 5_000
+    memory_mb: int = 512
+    max_output_bytes: int = 16_384
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    firejail: str = "firejail"
+    user_prefix: str = "tsbox"        # slot users tsbox0..; made by `toolserver setup-sandbox`
+    slots: int = 24                   # slot users this server uses (workers + self-test)
+    first_slot: int = 0               # index of its first slot user: servers sharing a host
+                                      # must use disjoint ranges (each kills its slots' processes)
+    scratch_root: str = "/var/lib/toolserver/scratch"
+    scratch_mb: int = 256             # tmpfs size of each slot's scratch (root only)
+    jail_max_processes: int = 64      # firejail --rlimit-nproc, per slot uid
+    jail_memory_mb: int = 0           # firejail --rlimit-as for a whole worker; 0: per call only
+    hidden_paths: tuple[str, ...] = ()  # extra paths blacklisted inside every jail
+    insecure_no_sandbox: bool = False  # run without firejail; only with the explicit CLI flag
+    self_test: bool = True             # run the jail probe at start-up (fail closed)
+
+
+@dataclass(frozen=True)
+class PythonSettings:
+    workers: int = 4                  # warm jailed zygotes
+    interpreter: str = sys.executable  # must be visible inside the jail (not under /root)
+    preload: tuple[str, ...] = ("sympy", "numpy", "mpmath", "fractions", "itertools", "math",
+                                "collections", "functools", "re", "json", "decimal", "statistics")
+    max_queue: int = 1024             # calls waiting for a worker; past it RESOURCE_EXHAUSTED
+    worker_grace_s: float = 5.0       # a worker that overruns the call's timeout by this is hung
+    start_timeout_s: float = 60.0     # to start one zygote (imports included)
+    recycle_after: int = 5000         # calls before a worker is replaced by a fresh one
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 50051
+    max_message_bytes: int = 4 * 1024 * 1024   # larger requests get RESOURCE_EXHAUSTED
+    max_stream_inflight: int = 256             # calls of one ExecuteStream running at once
+    drain_timeout_s: float = 30.0              # SIGTERM: how long in-flight calls may finish
+    log_level: str = "INFO"
+
+
+@dataclass(frozen=True)
+class Settings:
+    server: ServerSettings = field(default_factory=ServerSettings)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    python: PythonSettings = field(default_factory=PythonSettings)
+    limits: CallLimits = field(default_factory=CallLimits)
+    defaults: DefaultLimits = field(default_factory=DefaultLimits)
+
+    def validate(self) -> "Settings":
+        """Checks values and their consistency; returns self or raises ConfigError."""
+        positive = {
+            "server.port": self.server.port, "server.max_message_bytes": self.server.max_message_bytes,
+            "server.max_stream_inflight": self.server.max_stream_inflight,
+            "sandbox.slots": self.sandbox.slots, "sandbox.scratch_mb": self.sandbox.scratch_mb,
+            "sandbox.jail_max_processes": self.sandbox.jail_max_processes,
+            "python.workers": self.python.workers, "python.max_queue": self.python.max_queue,
+            "python.recycle_after": self.python.recycle_after,
+            "limits.timeout_ms": self.limits.timeout_ms, "limits.memory_mb": self.limits.memory_mb,
+            "limits.max_output_bytes": self.limits.max_output_bytes,
+            "limits.max_processes": self.limits.max_processes, "limits.max_file_mb": self.limits.max_file_mb,
+            "limits.max_open_files": self.limits.max_open_files,
+            "defaults.timeout_ms": self.defaults.timeout_ms, "defaults.memory_mb": self.defaults.memory_mb,
+            "defaults.max_output_bytes": self.defaults.max_output_bytes,
+        }
+        for name, value in positive.items():
+            if value <= 0:
+                raise ConfigError(f"{name} must be positive, got {value}")
+        if self.server.port > 65535:
+            raise ConfigError(f"server.port must be at most 65535, got {self.server.port}")
+        if self.sandbox.first_slot < 0:
+            raise ConfigError("sandbox.first_slot must not be negative")
+        for name in ("timeout_ms", "memory_mb", "max_output_bytes"):
+            if getattr(self.defaults, name) > getattr(self.limits, name):
+                raise ConfigError(f"defaults.{name} ({getattr(self.defaults, name)}) exceeds "
+                                  f"limits.{name} ({getattr(self.limits, name)})")
+        if self.limits.max_processes > self.sandbox.jail_max_processes:
+            raise ConfigError("limits.max_processes exceeds sandbox.jail_max_processes")
+        needed = self.python.workers + 1
+        if self.sandbox.slots < needed:
+            raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover python.workers "
+                              f"+ 1 for the self-test ({needed})")
+        if self.limits.max_output_bytes * 4 > self.server.max_message_bytes:
+            raise ConfigError("limits.max_output_bytes is too large for server.max_message_bytes")
+        if not os.path.isabs(self.sandbox.scratch_root):
+            raise ConfigError("sandbox.scratch_root must be an absolute path")
+        if Path(self.python.interpreter).resolve().is_relative_to("/root") and not self.sandbox.insecure_no_sandbox:
+            raise ConfigError(f"python.interpreter {self.python.interpreter} lies under /root, which the "
+                              "jail hides: use a virtual environment elsewhere (scripts/setup.sh makes one)")
+        if self.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise ConfigError(f"server.log_level must be DEBUG, INFO, WARNING or ERROR")
+        return self
+
+
+def _build(cls: type, values: dict[str, Any], path: str) -> Any:
+    """Builds dataclass cls from a TOML table, rejecting unknown keys and wrong types."""
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown setting{'s' if len(unknown) > 1 else ''} in [{path}]: {', '.join(unknown)}")
+    kwargs: dict[str, Any] = {}
+    defaults = cls()
+    for name, value in values.items():
+        default = getattr(defaults, name)
+        where = f"{path}.{name}" if path else name
+        if dataclasses.is_dataclass(default):
+            if not isinstance(value, dict):
+                raise ConfigError(f"[{where}] must be a table")
+            kwargs[name] = _build(type(default), value, where)
+            continue
+        if isinstance(default, tuple):
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where} must be a list of strings")
+            value = tuple(value)
+        elif isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} must be true or false")
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"{where} must be a number")
+            value = float(value)
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{where} must be an integer")
+        elif isinstance(default, str) and not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string")
+        kwargs[name] = value
+    return cls(**kwargs)
+
+
+def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """The embedded defaults, overridden by the TOML file at path, then by overrides.
+
+    overrides are dotted names, e.g. {"server.port": 0}; they come from CLI flags.
+    """
+    values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as handle:
+                values = tomllib.load(handle)
+        except OSError as exc:
+            raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config {path} is not valid TOML: {exc}") from exc
+    for dotted, value in overrides.items():
+        section, _, name = dotted.partition(".")
+        values.setdefault(section, {})[name] = value
+    return _build(Settings, values, "").validate()

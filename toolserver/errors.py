@@ -1,0 +1,52 @@
+"""Errors of a request (not of the caller's code) and their gRPC status codes.
+
+Executors raise these; `toolserver.service` maps them to a status in exactly one place
+(`status_of`). A failure of the caller's code is never one of these: it is an Outcome.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+
+class RequestError(Exception):
+    """Base class: the request itself cannot be served."""
+
+    code: grpc.StatusCode = grpc.StatusCode.INTERNAL
+
+
+class InvalidRequest(RequestError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class NotFound(RequestError):
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class PermissionDenied(RequestError):
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Exhausted(RequestError):
+    """A queue, a cap on sessions, or a size limit is full."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+class Unavailable(RequestError):
+    """Shutting down, or the sandbox is not proven safe."""
+
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+class ToolUnavailable(RequestError):
+    """The tool exists in the contract but is not enabled or installed here."""
+
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+def status_of(error: Exception) -> tuple[grpc.StatusCode, str]:
+    """The gRPC status and message a request error is answered with."""
+    if isinstance(error, RequestError):
+        return error.code, str(error)
+    return grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}"

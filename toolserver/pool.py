@@ -1,0 +1,155 @@
+"""Pool policy for jailed zygotes: how many, who gets one, when one is replaced.
+
+Each worker owns one slot for its whole life; a replacement reuses the slot only after
+everything the old worker's uid ran is dead and its scratch is wiped. A call whose
+worker dies or hangs is answered CRASHED, and the worker is replaced in the background.
+Calls wait in a bounded queue; past it they are refused at once with `Exhausted`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sandbox.jail import Slot
+from sandbox.slots import prepare_scratch
+from sandbox.worker import WorkerLost, Zygote, ZygoteSpec
+from toolserver.errors import Exhausted, Unavailable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PoolStats:
+    size: int
+    idle: int
+    waiting: int
+    restarts: int
+    calls: int
+
+
+class WorkerPool:
+    def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_queue: int, grace_s: float,
+                 recycle_after: int, scratch_mb: int) -> None:
+        if not slots:
+            raise ValueError("a worker pool needs at least one slot")
+        self.spec = spec
+        self.slots = slots
+        self.max_queue = max_queue
+        self.grace_s = grace_s
+        self.recycle_after = recycle_after
+        self.scratch_mb = scratch_mb
+        self.restarts = 0
+        self.calls = 0
+        self._idle: asyncio.Queue[Zygote] = asyncio.Queue()
+        self._waiting = 0
+        self._closed = False
+        self._background: set[asyncio.Task[Any]] = set()
+        self._workers: set[Zygote] = set()
+        self.last_error = ""
+
+    async def start(self) -> None:
+        """Starts every worker; raises WorkerLost if none could start."""
+        results = await asyncio.gather(*(self._start_worker(slot) for slot in self.slots), return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        for slot, result in zip(self.slots, results):
+            if isinstance(result, BaseException):
+                self._spawn(self._restart_slot(slot))
+        if len(failures) == len(self.slots):
+            raise WorkerLost(f"no worker could start: {failures[0]}")
+
+    async def _start_worker(self, slot: Slot) -> Zygote:
+        await asyncio.get_running_loop().run_in_executor(None, prepare_scratch, slot, self.scratch_mb)
+        worker = Zygote(self.spec, slot)
+        try:
+            await worker.start()
+        except WorkerLost as exc:
+            self.last_error = str(exc)
+            raise
+        if self._closed:
+            await worker.kill()
+            raise Unavailable("pool closed")
+        self._workers.add(worker)
+        self._idle.put_nowait(worker)
+        return worker
+
+    async def _restart_slot(self, slot: Slot) -> None:
+        delay = 0.1
+        while not self._closed:
+            try:
+                await self._start_worker(slot)
+                return
+            except (WorkerLost, OSError) as exc:
+                log.error("worker on %s failed to start, retrying in %.1f s: %s", slot.name, delay, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+            except Unavailable:
+                return
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _replace(self, worker: Zygote) -> None:
+        self._workers.discard(worker)
+        await worker.kill()
+        self.restarts += 1
+        await self._restart_slot(worker.slot)
+
+    def stats(self) -> PoolStats:
+        return PoolStats(size=len(self._workers), idle=self._idle.qsize(), waiting=self._waiting,
+                         restarts=self.restarts, calls=self.calls)
+
+    async def run(self, request: dict[str, Any], *, wait: bool = False) -> dict[str, Any]:
+        """Runs one call on the next free worker and returns the zygote's reply.
+
+        wait=False refuses at once when max_queue calls already wait (unary calls);
+        wait=True queues regardless (streams, which bound themselves by their window).
+        """
+        if self._closed:
+            raise Unavailable("server is shutting down")
+        if not wait and self._idle.empty() and self._waiting >= self.max_queue:
+            raise Exhausted(f"python queue is full ({self.max_queue} calls waiting)")
+        self._waiting += 1
+        try:
+            worker = await self._idle.get()
+            while not worker.alive:  # died while idle: replace it, take the next
+                self._spawn(self._replace(worker))
+                worker = await self._idle.get()
+        finally:
+            self._waiting -= 1
+        # The worker's turn runs to its end even if the caller goes away, so the
+        # worker is never left between a request and its reply.
+        turn = asyncio.get_running_loop().create_task(self._turn(worker, request))
+        return await asyncio.shield(turn)
+
+    async def _turn(self, worker: Zygote, request: dict[str, Any]) -> dict[str, Any]:
+        self.calls += 1
+        started = time.monotonic()
+        try:
+            reply = await worker.run(request, request["timeout_ms"] / 1000.0 + self.grace_s)
+        except WorkerLost as exc:
+            log.warning("worker %s lost during call %s: %s", worker.slot.name, request.get("id"), exc)
+            self._spawn(self._replace(worker))
+            return crashed_reply(request, f"sandbox worker was lost: {exc}", time.monotonic() - started)
+        if worker.calls >= self.recycle_after or self._closed:
+            self._spawn(self._replace(worker))
+        else:
+            self._idle.put_nowait(worker)
+        return reply
+
+    async def close(self) -> None:
+        self._closed = True
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*(w.kill() for w in list(self._workers)), return_exceptions=True)
+        self._workers.clear()
+
+
+def crashed_reply(request: dict[str, Any], error: str, elapsed_s: float) -> dict[str, Any]:
+    return {"id": request.get("id", ""), "outcome": "CRASHED", "stdout": "", "stderr": "", "value": "",
+            "error": error, "truncated": False, "exit_code": -1, "elapsed_us": int(elapsed_s * 1e6)}

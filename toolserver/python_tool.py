@@ -1,0 +1,61 @@
+"""The Python executor: a PythonCall and its Limits in, an ExecuteResponse out.
+
+It caps the caller's limits by the server's, hands the call to the worker pool, and
+turns the zygote's reply into the contract's message. It knows nothing of gRPC status.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from toolserver.config import Settings
+from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
+from toolserver.pool import WorkerPool
+from toolserver.v1 import toolserver_pb2 as pb
+
+OUTCOMES = {name: pb.Outcome.Value(name) for name in
+            ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "DENIED", "CRASHED", "INVALID")}
+
+
+def effective_limits(requested: pb.Limits, settings: Settings) -> dict[str, int]:
+    """Each limit: the request's value, or the default when 0, never above the server's cap."""
+    caps, defaults = settings.limits, settings.defaults
+    return {
+        "timeout_ms": min(requested.timeout_ms or defaults.timeout_ms, caps.timeout_ms),
+        "memory_mb": min(requested.memory_mb or defaults.memory_mb, caps.memory_mb),
+        "max_output_bytes": min(requested.max_output_bytes or defaults.max_output_bytes, caps.max_output_bytes),
+        "max_processes": caps.max_processes,
+        "max_file_mb": caps.max_file_mb,
+        "max_open_files": caps.max_open_files,
+    }
+
+
+def response_from_reply(request_id: str, reply: dict[str, Any]) -> pb.ExecuteResponse:
+    return pb.ExecuteResponse(
+        request_id=request_id,
+        outcome=OUTCOMES.get(str(reply.get("outcome")), pb.CRASHED),
+        stdout=str(reply.get("stdout", "")),
+        stderr=str(reply.get("stderr", "")),
+        error=str(reply.get("error", "")),
+        truncated=bool(reply.get("truncated", False)),
+        elapsed_us=max(0, int(reply.get("elapsed_us", 0))),
+        python=pb.PythonResult(value=str(reply.get("value", "")), exit_code=int(reply.get("exit_code", 0))),
+    )
+
+
+class PythonExecutor:
+    def __init__(self, settings: Settings, pool: WorkerPool | None) -> None:
+        self.settings = settings
+        self.pool = pool
+
+    async def execute(self, call: pb.PythonCall, limits: pb.Limits, request_id: str, *,
+                      wait: bool = False) -> pb.ExecuteResponse:
+        if call.session_id:
+            raise ToolUnavailable("stateful sessions are not enabled on this server")
+        if not call.code.strip():
+            raise InvalidRequest("python.code is empty")
+        if self.pool is None:
+            raise Unavailable("no python worker pool: the sandbox is not proven safe")
+        request = {"id": request_id, "code": call.code, "stdin": call.stdin, **effective_limits(limits, self.settings)}
+        reply = await self.pool.run(request, wait=wait)
+        return response_from_reply(request_id, reply)

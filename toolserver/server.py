@@ -1,0 +1,146 @@
+"""Builds and runs the gRPC server: pools, self-test, services, signals, drain.
+
+`serve(settings)` owns the lifetime of everything it starts. Start-up order: slots and
+the jail probe first (fail closed: a failed probe leaves health NOT_SERVING and Execute
+answering UNAVAILABLE), then the worker pool, then the port. SIGTERM/SIGINT drain:
+health turns NOT_SERVING, new calls get UNAVAILABLE, in-flight calls finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from sandbox.jail import JailPolicy, firejail_path
+from sandbox.selftest import failed, run_self_test
+from sandbox.slots import discover_slots
+from sandbox.worker import WorkerLost, ZygoteSpec
+from toolserver.config import Settings
+from toolserver.pool import WorkerPool
+from toolserver.python_tool import PythonExecutor
+from toolserver.service import ServerState, ToolServerService
+from toolserver.v1 import toolserver_pb2 as pb
+from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
+
+log = logging.getLogger("toolserver")
+
+SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ToolServer"].full_name
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def zygote_spec(settings: Settings) -> ZygoteSpec:
+    hidden = list(settings.sandbox.hidden_paths)
+    if not Path(settings.python.interpreter).resolve().is_relative_to(PROJECT_ROOT):
+        hidden.append(str(PROJECT_ROOT))
+    jail = JailPolicy(
+        firejail=settings.sandbox.firejail,
+        max_processes=settings.sandbox.jail_max_processes,
+        max_file_mb=settings.limits.max_file_mb,
+        max_open_files=settings.limits.max_open_files * 2,
+        memory_mb=settings.sandbox.jail_memory_mb,
+        hidden_paths=tuple(hidden),
+    )
+    return ZygoteSpec(interpreter=settings.python.interpreter, preload=settings.python.preload, jail=jail,
+                      insecure_no_sandbox=settings.sandbox.insecure_no_sandbox,
+                      start_timeout_s=settings.python.start_timeout_s)
+
+
+async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerState, probe_slot) -> None:
+    """Runs the jail probe and records whether the server may serve."""
+    if not spec.insecure_no_sandbox and firejail_path(spec.jail) is None:
+        state.reason = f"firejail not found ({spec.jail.firejail}); run scripts/setup.sh"
+        return
+    if settings.sandbox.self_test or spec.insecure_no_sandbox:
+        state.checks = await run_self_test(spec, probe_slot, settings.sandbox.scratch_mb)
+        bad = failed(state.checks)
+        state.sandbox_verified = not bad and not spec.insecure_no_sandbox
+        if bad:
+            state.reason = "sandbox self-test failed: " + "; ".join(f"{c.name} ({c.detail})" for c in bad)
+    else:
+        state.reason = "sandbox self-test disabled by config"
+    if spec.insecure_no_sandbox:
+        state.insecure = True
+        state.serving = True
+        state.reason = "INSECURE: running untrusted code WITHOUT a sandbox (--insecure-no-sandbox)"
+        log.critical("%s; self-test: %s", state.reason, state.reason if not state.checks else
+                     ", ".join(f"{c.name}={'ok' if c.ok else 'FAIL'}" for c in state.checks))
+    elif state.sandbox_verified:
+        state.serving = True
+        state.reason = ""
+    else:
+        log.error("refusing to run code: %s", state.reason)
+
+
+async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound_port: list[int] | None = None) -> None:
+    state = ServerState()
+    spec = zygote_spec(settings)
+    slots = discover_slots(settings.sandbox.user_prefix, settings.sandbox.slots, Path(settings.sandbox.scratch_root),
+                           settings.sandbox.first_slot)
+    needed = settings.python.workers + 1
+    health_servicer = health.aio.HealthServicer()
+    pool: WorkerPool | None = None
+    if len(slots) < needed:
+        state.reason = (f"{len(slots)} sandbox slot users found, {needed} needed: run "
+                        "`toolserver setup-sandbox` as root (scripts/setup.sh does)")
+        log.error("refusing to run code: %s", state.reason)
+    else:
+        await verify_sandbox(settings, spec, state, slots[0])
+        if state.serving:
+            pool = WorkerPool(spec, slots[1:needed], max_queue=settings.python.max_queue,
+                              grace_s=settings.python.worker_grace_s, recycle_after=settings.python.recycle_after,
+                              scratch_mb=settings.sandbox.scratch_mb)
+            try:
+                await pool.start()
+            except WorkerLost as exc:
+                state.serving = False
+                state.reason = f"no python worker could start: {exc}"
+                log.error("refusing to run code: %s", state.reason)
+    service = ToolServerService(state, PythonExecutor(settings, pool), settings.server.max_stream_inflight)
+
+    options = [("grpc.max_receive_message_length", settings.server.max_message_bytes),
+               ("grpc.max_send_message_length", settings.server.max_message_bytes),
+               ("grpc.so_reuseport", 0)]
+    server = grpc.aio.server(options=options)
+    pb_grpc.add_ToolServerServicer_to_server(service, server)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server)
+    address = f"{settings.server.host}:{settings.server.port}"
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"cannot bind {address}")
+    status = health_pb2.HealthCheckResponse.SERVING if state.serving else health_pb2.HealthCheckResponse.NOT_SERVING
+    for name in ("", SERVICE_NAME):
+        await health_servicer.set(name, status)
+    await server.start()
+    log.info("listening on %s:%d (%s)", settings.server.host, port,
+             "serving" if state.serving else f"NOT serving: {state.reason}")
+    if bound_port is not None:
+        bound_port.append(port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if ready is not None:
+        ready.set()
+    try:
+        await stop.wait()
+    finally:
+        log.info("draining: %d calls in flight", state.inflight)
+        state.draining = True
+        for name in ("", SERVICE_NAME):
+            await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        try:
+            await asyncio.wait_for(service.idle.wait(), settings.server.drain_timeout_s)
+        except asyncio.TimeoutError:
+            log.warning("drain timed out with %d calls in flight", state.inflight)
+        await server.stop(grace=1.0)
+        if pool is not None:
+            await pool.close()
+        log.info("stopped")

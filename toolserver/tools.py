@@ -1,0 +1,62 @@
+"""The tools this server offers: their OpenAI-style JSON schemas and JsonCall parsing."""
+
+from __future__ import annotations
+
+import json
+
+from toolserver.errors import InvalidRequest, ToolUnavailable
+from toolserver.v1 import toolserver_pb2 as pb
+
+PYTHON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "description": "Python 3 source. The repr of a last bare expression is returned as the value."},
+        "stdin": {"type": "string", "description": "Text fed to the program's standard input."},
+        "session_id": {"type": "string", "description": "Reserved for stateful sessions; leave empty."},
+    },
+    "required": ["code"],
+    "additionalProperties": False,
+}
+
+PYTHON_TOOL = pb.ToolSpec(
+    name="python",
+    description=("Run Python 3 code in an isolated sandbox with sympy, numpy and mpmath pre-imported "
+                 "for use. Nothing persists between calls. Returns stdout, stderr and the value of the "
+                 "last expression."),
+    parameters=json.dumps(PYTHON_SCHEMA),
+)
+
+KNOWN_TOOLS = ("python", "search", "lean")
+
+
+def list_tools() -> list[pb.ToolSpec]:
+    return [PYTHON_TOOL]
+
+
+def openai_function(spec: pb.ToolSpec) -> dict:
+    """A ToolSpec in the OpenAI function-calling shape."""
+    return {"type": "function", "function": {"name": spec.name, "description": spec.description,
+                                             "parameters": json.loads(spec.parameters)}}
+
+
+def python_call_from_json(arguments: str) -> pb.PythonCall:
+    """Parses JsonCall arguments for the python tool; raises InvalidRequest."""
+    try:
+        values = json.loads(arguments or "{}")
+    except json.JSONDecodeError as exc:
+        raise InvalidRequest(f"arguments are not valid JSON: {exc.msg} at position {exc.pos}") from exc
+    if not isinstance(values, dict):
+        raise InvalidRequest("arguments must be a JSON object")
+    unknown = sorted(set(values) - set(PYTHON_SCHEMA["properties"]))
+    if unknown:
+        raise InvalidRequest(f"unknown argument(s) for python: {', '.join(unknown)}")
+    for name, value in values.items():
+        if not isinstance(value, str):
+            raise InvalidRequest(f"argument {name!r} must be a string")
+    if "code" not in values:
+        raise InvalidRequest("argument 'code' is required")
+    return pb.PythonCall(code=values["code"], stdin=values.get("stdin", ""), session_id=values.get("session_id", ""))
+
+
+def unavailable(tool: str) -> ToolUnavailable:
+    return ToolUnavailable(f"tool {tool!r} is not enabled on this server; ListTools says which are")

@@ -1,0 +1,249 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    OUTCOME_UNSPECIFIED: _ClassVar[Outcome]
+    OK: _ClassVar[Outcome]
+    ERROR: _ClassVar[Outcome]
+    TIMEOUT: _ClassVar[Outcome]
+    MEMORY_LIMIT: _ClassVar[Outcome]
+    DENIED: _ClassVar[Outcome]
+    CRASHED: _ClassVar[Outcome]
+    INVALID: _ClassVar[Outcome]
+OUTCOME_UNSPECIFIED: Outcome
+OK: Outcome
+ERROR: Outcome
+TIMEOUT: Outcome
+MEMORY_LIMIT: Outcome
+DENIED: Outcome
+CRASHED: Outcome
+INVALID: Outcome
+
+class ExecuteRequest(_message.Message):
+    __slots__ = ("request_id", "python", "search", "lean", "json", "limits")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
+    LEAN_FIELD_NUMBER: _ClassVar[int]
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    python: PythonCall
+    search: SearchCall
+    lean: LeanCall
+    json: JsonCall
+    limits: Limits
+    def __init__(self, request_id: _Optional[str] = ..., python: _Optional[_Union[PythonCall, _Mapping]] = ..., search: _Optional[_Union[SearchCall, _Mapping]] = ..., lean: _Optional[_Union[LeanCall, _Mapping]] = ..., json: _Optional[_Union[JsonCall, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ...) -> None: ...
+
+class Limits(_message.Message):
+    __slots__ = ("timeout_ms", "memory_mb", "max_output_bytes")
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MB_FIELD_NUMBER: _ClassVar[int]
+    MAX_OUTPUT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    timeout_ms: int
+    memory_mb: int
+    max_output_bytes: int
+    def __init__(self, timeout_ms: _Optional[int] = ..., memory_mb: _Optional[int] = ..., max_output_bytes: _Optional[int] = ...) -> None: ...
+
+class PythonCall(_message.Message):
+    __slots__ = ("code", "session_id", "stdin")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    session_id: str
+    stdin: str
+    def __init__(self, code: _Optional[str] = ..., session_id: _Optional[str] = ..., stdin: _Optional[str] = ...) -> None: ...
+
+class SearchCall(_message.Message):
+    __slots__ = ("query", "index", "top_k")
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    TOP_K_FIELD_NUMBER: _ClassVar[int]
+    query: str
+    index: str
+    top_k: int
+    def __init__(self, query: _Optional[str] = ..., index: _Optional[str] = ..., top_k: _Optional[int] = ...) -> None: ...
+
+class LeanCall(_message.Message):
+    __slots__ = ("code", "header")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    HEADER_FIELD_NUMBER: _ClassVar[int]
+    code: str
+    header: str
+    def __init__(self, code: _Optional[str] = ..., header: _Optional[str] = ...) -> None: ...
+
+class JsonCall(_message.Message):
+    __slots__ = ("tool", "arguments")
+    TOOL_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    tool: str
+    arguments: str
+    def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[str] = ...) -> None: ...
+
+class ExecuteResponse(_message.Message):
+    __slots__ = ("request_id", "outcome", "stdout", "stderr", "error", "truncated", "elapsed_us", "python", "search", "lean")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_FIELD_NUMBER: _ClassVar[int]
+    STDERR_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_US_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_FIELD_NUMBER: _ClassVar[int]
+    LEAN_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    outcome: Outcome
+    stdout: str
+    stderr: str
+    error: str
+    truncated: bool
+    elapsed_us: int
+    python: PythonResult
+    search: SearchResult
+    lean: LeanResult
+    def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., error: _Optional[str] = ..., truncated: _Optional[bool] = ..., elapsed_us: _Optional[int] = ..., python: _Optional[_Union[PythonResult, _Mapping]] = ..., search: _Optional[_Union[SearchResult, _Mapping]] = ..., lean: _Optional[_Union[LeanResult, _Mapping]] = ...) -> None: ...
+
+class PythonResult(_message.Message):
+    __slots__ = ("value", "exit_code")
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    value: str
+    exit_code: int
+    def __init__(self, value: _Optional[str] = ..., exit_code: _Optional[int] = ...) -> None: ...
+
+class SearchResult(_message.Message):
+    __slots__ = ("hits",)
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ...) -> None: ...
+
+class SearchHit(_message.Message):
+    __slots__ = ("id", "title", "text", "score")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    title: str
+    text: str
+    score: float
+    def __init__(self, id: _Optional[str] = ..., title: _Optional[str] = ..., text: _Optional[str] = ..., score: _Optional[float] = ...) -> None: ...
+
+class LeanResult(_message.Message):
+    __slots__ = ("complete", "messages", "sorries")
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    SORRIES_FIELD_NUMBER: _ClassVar[int]
+    complete: bool
+    messages: _containers.RepeatedCompositeFieldContainer[LeanMessage]
+    sorries: int
+    def __init__(self, complete: _Optional[bool] = ..., messages: _Optional[_Iterable[_Union[LeanMessage, _Mapping]]] = ..., sorries: _Optional[int] = ...) -> None: ...
+
+class LeanMessage(_message.Message):
+    __slots__ = ("severity", "line", "column", "text")
+    SEVERITY_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    COLUMN_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    severity: str
+    line: int
+    column: int
+    text: str
+    def __init__(self, severity: _Optional[str] = ..., line: _Optional[int] = ..., column: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
+
+class ListToolsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListToolsResponse(_message.Message):
+    __slots__ = ("tools",)
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolSpec]
+    def __init__(self, tools: _Optional[_Iterable[_Union[ToolSpec, _Mapping]]] = ...) -> None: ...
+
+class ToolSpec(_message.Message):
+    __slots__ = ("name", "description", "parameters")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    PARAMETERS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    parameters: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[str] = ...) -> None: ...
+
+class OpenSessionRequest(_message.Message):
+    __slots__ = ("limits",)
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    limits: Limits
+    def __init__(self, limits: _Optional[_Union[Limits, _Mapping]] = ...) -> None: ...
+
+class Session(_message.Message):
+    __slots__ = ("session_id", "idle_timeout_s")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    IDLE_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    idle_timeout_s: int
+    def __init__(self, session_id: _Optional[str] = ..., idle_timeout_s: _Optional[int] = ...) -> None: ...
+
+class CloseSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class CloseSessionResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ServerInfoRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SandboxCheck(_message.Message):
+    __slots__ = ("name", "ok", "detail")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OK_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    ok: bool
+    detail: str
+    def __init__(self, name: _Optional[str] = ..., ok: _Optional[bool] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class ToolStatus(_message.Message):
+    __slots__ = ("name", "available", "detail")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    AVAILABLE_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    available: bool
+    detail: str
+    def __init__(self, name: _Optional[str] = ..., available: _Optional[bool] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class ServerInfo(_message.Message):
+    __slots__ = ("version", "serving", "sandbox_verified", "insecure", "reason", "checks", "tools", "draining")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SERVING_FIELD_NUMBER: _ClassVar[int]
+    SANDBOX_VERIFIED_FIELD_NUMBER: _ClassVar[int]
+    INSECURE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    CHECKS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    serving: bool
+    sandbox_verified: bool
+    insecure: bool
+    reason: str
+    checks: _containers.RepeatedCompositeFieldContainer[SandboxCheck]
+    tools: _containers.RepeatedCompositeFieldContainer[ToolStatus]
+    draining: bool
+    def __init__(self, version: _Optional[str] = ..., serving: _Optional[bool] = ..., sandbox_verified: _Optional[bool] = ..., insecure: _Optional[bool] = ..., reason: _Optional[str] = ..., checks: _Optional[_Iterable[_Union[SandboxCheck, _Mapping]]] = ..., tools: _Optional[_Iterable[_Union[ToolStatus, _Mapping]]] = ..., draining: _Optional[bool] = ...) -> None: ...
