@@ -91,3 +91,20 @@ def test_server_info_reports_verified_sandbox(client):
     info = client.server_info()
     assert info.serving and info.sandbox_verified and not info.insecure
     assert all(check.ok for check in info.checks) and len(info.checks) >= 10
+
+
+async def test_async_client_batches_over_one_stream(server):
+    from toolserver.client import AsyncToolClient
+
+    async with AsyncToolClient(server.target) as client:
+        requests = [python_request(f"{i} + 1", request_id=f"a{i}") for i in range(30)]
+        responses = await client.run_many(requests)
+        assert [r.python.value for r in responses] == [str(i + 1) for i in range(30)]
+
+
+def test_client_deadline_raises_deadline_exceeded(client):
+    from toolserver.client import DeadlineExceeded
+
+    with pytest.raises(DeadlineExceeded):
+        client.run_python("import time\ntime.sleep(3)", timeout_ms=5000, timeout_s=0.5)
+    assert client.run_python("1").outcome == pb.OK

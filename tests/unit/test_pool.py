@@ -1,0 +1,68 @@
+"""WorkerPool policy against real jailed zygotes (slot users 20-21, unused by other tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox.jail import JailPolicy
+from sandbox.slots import discover_slots
+from sandbox.worker import ZygoteSpec
+from toolserver.errors import Exhausted
+from toolserver.pool import WorkerPool
+
+SCRATCH = Path("/var/lib/toolserver/scratch")
+
+
+def request(code: str, request_id: str = "r", timeout_ms: int = 5000) -> dict:
+    return {"id": request_id, "code": code, "stdin": "", "timeout_ms": timeout_ms, "memory_mb": 256,
+            "max_output_bytes": 4096, "max_processes": 16, "max_file_mb": 1, "max_open_files": 64}
+
+
+@pytest.fixture
+async def pool():
+    slots = discover_slots("tsbox", 1, SCRATCH, first=20)
+    if not slots:
+        pytest.skip("sandbox slot users missing: run toolserver setup-sandbox")
+    spec = ZygoteSpec(interpreter=sys.executable, preload=(), jail=JailPolicy(
+        hidden_paths=(str(Path(__file__).resolve().parents[2]),)))
+    worker_pool = WorkerPool(spec, slots, max_queue=1, grace_s=2.0, recycle_after=3, scratch_mb=16)
+    await worker_pool.start()
+    yield worker_pool
+    await worker_pool.close()
+
+
+async def test_queue_bound_refuses_at_once(pool):
+    slow = asyncio.ensure_future(pool.run(request("import time\ntime.sleep(1.5)", "slow")))
+    await asyncio.sleep(0.2)
+    queued = asyncio.ensure_future(pool.run(request("1", "queued")))
+    await asyncio.sleep(0.1)
+    with pytest.raises(Exhausted):
+        await pool.run(request("2", "refused"))
+    assert (await slow)["outcome"] == "OK"
+    assert (await queued)["value"] == "1"
+    assert (await pool.run(request("3", "waited"), wait=True))["value"] == "3"
+
+
+async def test_dead_worker_answers_crashed_and_is_replaced(pool):
+    reply = await pool.run(request("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", "kill"))
+    assert reply["outcome"] == "CRASHED" and reply["id"] == "kill"
+    assert (await pool.run(request("40 + 2", "after")))["value"] == "42"
+    assert pool.stats().restarts >= 1
+
+
+async def test_workers_are_recycled(pool):
+    for i in range(7):
+        assert (await pool.run(request(f"{i}", str(i))))["value"] == str(i)
+    assert pool.stats().restarts >= 2
+
+
+async def test_cancelled_caller_does_not_lose_the_worker(pool):
+    call = asyncio.ensure_future(pool.run(request("import time\ntime.sleep(0.5)\n1", "gone")))
+    await asyncio.sleep(0.1)
+    call.cancel()
+    assert (await pool.run(request("7", "next"), wait=True))["value"] == "7"
+    assert pool.stats().size == 1
