@@ -38,21 +38,35 @@ READ_CHUNK = 65536
 REAP_ROUNDS = 200
 
 
-def send_frame(stream, message):
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def read_exactly(fd, size):
+    """size bytes from fd, or None at end of file (pipes return short reads)."""
+    chunks, remaining = [], size
+    while remaining:
+        data = os.read(fd, min(remaining, 1 << 20))
+        if not data:
+            return None
+        chunks.append(data)
+        remaining -= len(data)
+    return b"".join(chunks)
+
+
+def send_frame(fd, message):
     data = json.dumps(message).encode()
-    stream.write(struct.pack(">I", len(data)) + data)
-    stream.flush()
+    write_all(fd, struct.pack(">I", len(data)) + data)
 
 
-def read_frame(stream):
-    header = stream.read(4)
-    if len(header) < 4:
+def read_frame(fd):
+    header = read_exactly(fd, 4)
+    if header is None:
         return None
-    (size,) = struct.unpack(">I", header)
-    data = stream.read(size)
-    if len(data) < size:
-        return None
-    return json.loads(data)
+    data = read_exactly(fd, struct.unpack(">I", header)[0])
+    return None if data is None else json.loads(data)
 
 
 def vm_size_kb():
@@ -299,14 +313,12 @@ def execute(child, request):
     started = time.monotonic()
     payload = json.dumps(request).encode()
     try:
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(child.req_w, view):]
+        write_all(child.req_w, payload)
     except OSError:
         pass  # the child is gone: its exit status tells the rest
     os.close(child.req_w)
     child.req_w = -1
-    captures = {child.out_r: Capture(cap), child.err_r: Capture(cap), child.res_r: Capture(4 * cap + 65536)}
+    captures = {child.out_r: Capture(cap), child.err_r: Capture(cap), child.res_r: Capture(16 * cap + 65536)}
     for fd in captures:
         os.set_blocking(fd, False)
     open_fds = set(captures)
@@ -425,8 +437,8 @@ def main(config):
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    control_in = os.fdopen(os.dup(0), "rb", buffering=0)
-    control_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    control_in = os.dup(0)
+    control_out = os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)

@@ -133,3 +133,12 @@ def test_fork_bomb_is_contained(client):
     )
     assert response.python.value == "True"
     assert client.run_python("1 + 1").python.value == "2"
+
+
+def test_large_code_and_large_output_cross_the_pipes_whole(client):
+    code = "data = [\n" + "".join(f"    {i},\n" for i in range(60000)) + "]\nprint('x' * 60000)\nsum(data)"
+    assert len(code) > 400_000
+    response = client.run_python(code, max_output_bytes=65536)
+    assert response.outcome == pb.OK, response.error
+    assert response.python.value == str(sum(range(60000)))
+    assert len(response.stdout) == 60001 and not response.truncated
