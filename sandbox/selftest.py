@@ -116,9 +116,9 @@ def secret_targets() -> list[str]:
     return ["/etc/shadow", "/root", os.path.dirname(os.path.abspath(__file__))]
 
 
-async def run_self_test(spec: ZygoteSpec, slot: Slot, scratch_mb: int) -> list[Check]:
+async def run_self_test(spec: ZygoteSpec, slot: Slot) -> list[Check]:
     """Runs the probe in slot through spec's command line; returns every check."""
-    prepare_scratch(slot, scratch_mb)
+    prepare_scratch(slot)
     zygote = Zygote(spec, slot)
     checks: list[Check] = []
     try:

@@ -1,4 +1,4 @@
-"""Slots: the uids jails run as, each with its own size-capped scratch directory.
+"""Slots: the uids jails run as, each with its own scratch directory (its home).
 
 RLIMIT_NPROC counts per uid machine-wide and firejail only jails a non-root user, so
 every worker and every session gets a dedicated system user. `create_slot_users`
@@ -75,36 +75,18 @@ def discover_slots(prefix: str, count: int, scratch_root: Path, first: int = 0) 
     return slots
 
 
-def prepare_scratch(slot: Slot, size_mb: int) -> str:
-    """Makes slot.scratch an empty directory only its uid can use; returns how.
+def prepare_scratch(slot: Slot) -> None:
+    """Makes slot.scratch (the slot user's home) an empty directory only its uid can use.
 
-    As root it is a tmpfs of size_mb (so a call cannot fill the host disk); elsewhere,
-    or where mounting is refused, a plain directory.
+    Inside the jail firejail mounts a private tmpfs on this home, discarded with the
+    jail; the zygote wipes it after every call.
     """
     path = slot.scratch
     path.mkdir(parents=True, exist_ok=True)
-    kind = "directory"
-    if running_as_root():
-        if not os.path.ismount(path):
-            done = subprocess.run(
-                ["mount", "-t", "tmpfs", "-o",
-                 f"size={size_mb}m,mode=0700,uid={slot.uid},gid={slot.gid},nosuid,nodev",
-                 "tmpfs", str(path)],
-                capture_output=True, text=True,
-            )
-            if done.returncode != 0:
-                log.warning("scratch %s is a plain directory: mount refused: %s", path, done.stderr.strip())
-        if os.path.ismount(path):
-            kind = f"tmpfs {size_mb} MB"
     clear_directory(path)
     if running_as_root():
         os.chown(path, slot.uid, slot.gid)
-        home = Path(pwd.getpwuid(slot.uid).pw_dir)
-        if home != path and not home.exists():
-            home.mkdir(parents=True, exist_ok=True)
-            os.chown(home, slot.uid, slot.gid)
     os.chmod(path, 0o700)
-    return kind
 
 
 def clear_directory(path: Path) -> None:

@@ -4,7 +4,6 @@ side by side with the baseline of a fresh `python3 -c` process per call, in one 
 from __future__ import annotations
 
 import asyncio
-import statistics
 import subprocess
 import sys
 import time
@@ -71,7 +70,6 @@ def bench_fresh_process(code: str, calls: int, concurrency: int, python: str) ->
     failures = 0
 
     async def run() -> float:
-        nonlocal failures
         counter = iter(range(calls))
 
         async def caller() -> None:

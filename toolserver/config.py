@@ -49,7 +49,6 @@ class SandboxSettings:
     first_slot: int = 0               # index of its first slot user: servers sharing a host
                                       # must use disjoint ranges (each kills its slots' processes)
     scratch_root: str = "/var/lib/toolserver/scratch"
-    scratch_mb: int = 256             # tmpfs size of each slot's scratch (root only)
     jail_max_processes: int = 64      # firejail --rlimit-nproc, per slot uid
     jail_memory_mb: int = 0           # firejail --rlimit-as for a whole worker; 0: per call only
     hidden_paths: tuple[str, ...] = ()  # extra paths blacklisted inside every jail
@@ -92,7 +91,7 @@ class Settings:
         positive = {
             "server.port": self.server.port, "server.max_message_bytes": self.server.max_message_bytes,
             "server.max_stream_inflight": self.server.max_stream_inflight,
-            "sandbox.slots": self.sandbox.slots, "sandbox.scratch_mb": self.sandbox.scratch_mb,
+            "sandbox.slots": self.sandbox.slots,
             "sandbox.jail_max_processes": self.sandbox.jail_max_processes,
             "python.workers": self.python.workers, "python.max_queue": self.python.max_queue,
             "python.recycle_after": self.python.recycle_after,
@@ -128,7 +127,7 @@ class Settings:
             raise ConfigError(f"python.interpreter {self.python.interpreter} lies under /root, which the "
                               "jail hides: use a virtual environment elsewhere (scripts/setup.sh makes one)")
         if self.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
-            raise ConfigError(f"server.log_level must be DEBUG, INFO, WARNING or ERROR")
+            raise ConfigError("server.log_level must be DEBUG, INFO, WARNING or ERROR")
         return self
 
 

@@ -33,7 +33,7 @@ class PoolStats:
 
 class WorkerPool:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_queue: int, grace_s: float,
-                 recycle_after: int, scratch_mb: int) -> None:
+                 recycle_after: int) -> None:
         if not slots:
             raise ValueError("a worker pool needs at least one slot")
         self.spec = spec
@@ -41,7 +41,6 @@ class WorkerPool:
         self.max_queue = max_queue
         self.grace_s = grace_s
         self.recycle_after = recycle_after
-        self.scratch_mb = scratch_mb
         self.restarts = 0
         self.calls = 0
         self._idle: asyncio.Queue[Zygote] = asyncio.Queue()
@@ -62,7 +61,7 @@ class WorkerPool:
             raise WorkerLost(f"no worker could start: {failures[0]}")
 
     async def _start_worker(self, slot: Slot) -> Zygote:
-        await asyncio.get_running_loop().run_in_executor(None, prepare_scratch, slot, self.scratch_mb)
+        await asyncio.get_running_loop().run_in_executor(None, prepare_scratch, slot)
         worker = Zygote(self.spec, slot)
         try:
             await worker.start()

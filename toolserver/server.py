@@ -57,7 +57,7 @@ async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerStat
         state.reason = f"firejail not found ({spec.jail.firejail}); run scripts/setup.sh"
         return
     if settings.sandbox.self_test or spec.insecure_no_sandbox:
-        state.checks = await run_self_test(spec, probe_slot, settings.sandbox.scratch_mb)
+        state.checks = await run_self_test(spec, probe_slot)
         bad = failed(state.checks)
         state.sandbox_verified = not bad and not spec.insecure_no_sandbox
         if bad:
@@ -93,8 +93,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
         await verify_sandbox(settings, spec, state, slots[0])
         if state.serving:
             pool = WorkerPool(spec, slots[1:needed], max_queue=settings.python.max_queue,
-                              grace_s=settings.python.worker_grace_s, recycle_after=settings.python.recycle_after,
-                              scratch_mb=settings.sandbox.scratch_mb)
+                              grace_s=settings.python.worker_grace_s, recycle_after=settings.python.recycle_after)
             try:
                 await pool.start()
             except WorkerLost as exc:

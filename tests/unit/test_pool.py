@@ -29,7 +29,7 @@ async def pool():
         pytest.skip("sandbox slot users missing: run toolserver setup-sandbox")
     spec = ZygoteSpec(interpreter=sys.executable, preload=(), jail=JailPolicy(
         hidden_paths=(str(Path(__file__).resolve().parents[2]),)))
-    worker_pool = WorkerPool(spec, slots, max_queue=1, grace_s=2.0, recycle_after=3, scratch_mb=16)
+    worker_pool = WorkerPool(spec, slots, max_queue=1, grace_s=2.0, recycle_after=3)
     await worker_pool.start()
     yield worker_pool
     await worker_pool.close()
