@@ -437,6 +437,7 @@ def main(config):
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    os.environ["TMPDIR"] = os.environ.get("HOME", "/")  # firejail drops TMPDIR
     control_in = os.dup(0)
     control_out = os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)

@@ -142,3 +142,14 @@ def test_large_code_and_large_output_cross_the_pipes_whole(client):
     assert response.outcome == pb.OK, response.error
     assert response.python.value == str(sum(range(60000)))
     assert len(response.stdout) == 60001 and not response.truncated
+
+
+def test_tempfile_works_in_scratch(client):
+    response = client.run_python(
+        "import os, tempfile\n"
+        "with tempfile.NamedTemporaryFile('w', delete=False) as handle:\n"
+        "    handle.write('x')\n"
+        "os.path.dirname(handle.name) == os.environ['HOME']"
+    )
+    assert response.outcome == pb.OK, response.stderr
+    assert response.python.value == "True"
