@@ -37,8 +37,11 @@ class Slot:
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
-def jail_command(policy: JailPolicy, slot: Slot, program: list[str]) -> list[str]:
-    """The firejail argv that runs program in slot under policy."""
+def jail_command(policy: JailPolicy, slot: Slot, program: list[str], writable: tuple[str, ...] = ()) -> list[str]:
+    """The firejail argv that runs program in slot under policy.
+
+    writable: host directories the jail shares with the server (a kernel's sockets);
+    only directories owned by the slot's uid belong here."""
     scratch = str(slot.scratch)
     argv = [
         policy.firejail,
@@ -58,6 +61,7 @@ def jail_command(policy: JailPolicy, slot: Slot, program: list[str]) -> list[str
     ]
     argv += [f"--read-only={path}" for path in policy.read_only_paths]
     argv.append(f"--read-write={scratch}")
+    argv += [f"--read-write={path}" for path in writable]
     argv += [f"--blacklist={path}" for path in policy.hidden_paths if path]
     argv += [
         f"--rlimit-nproc={policy.max_processes}",

@@ -57,20 +57,21 @@ class ZygoteSpec:
     start_timeout_s: float = 60.0
 
 
-def program_argv(spec: ZygoteSpec, slot: Slot, program: list[str]) -> list[str]:
+def program_argv(spec: ZygoteSpec, slot: Slot, program: list[str], writable: tuple[str, ...] = ()) -> list[str]:
     """The exact argv a jailed program runs under: the same for workers, kernels, probe."""
     if spec.insecure_no_sandbox:
         return list(program)
-    return jail_command(spec.jail, slot, program)
+    return jail_command(spec.jail, slot, program, writable)
 
 
-async def spawn_jailed(spec: ZygoteSpec, slot: Slot, program: list[str], **kwargs: Any) -> asyncio.subprocess.Process:
+async def spawn_jailed(spec: ZygoteSpec, slot: Slot, program: list[str], writable: tuple[str, ...] = (),
+                       **kwargs: Any) -> asyncio.subprocess.Process:
     """Starts program in slot's jail, as slot's uid when the server is root."""
     identity: dict[str, Any] = {}
     if running_as_root() and slot.uid != 0:
         identity = {"user": slot.uid, "group": slot.gid, "extra_groups": []}
     return await asyncio.create_subprocess_exec(
-        *program_argv(spec, slot, program),
+        *program_argv(spec, slot, program, writable),
         env=jail_environment(slot),
         cwd="/",
         start_new_session=True,

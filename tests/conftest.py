@@ -26,14 +26,21 @@ class RunningServer:
     """A real server process. Servers alive at the same time need disjoint slot ranges
     (first_slot), as each one kills every process of its slots' uids."""
 
-    def __init__(self, tmp: Path, *, first_slot: int, workers: int = 2, args: tuple[str, ...] = (),
-                 config: str = "") -> None:
+    def __init__(self, tmp: Path, *, first_slot: int, workers: int = 2, sessions: int = 0,
+                 args: tuple[str, ...] = (), config: str = "") -> None:
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         path = tmp / f"config-{self.port}.toml"
-        path.write_text(f"{config}\n[sandbox]\nfirst_slot = {first_slot}\nslots = {workers + 1}\n"
-                        if "[sandbox]" not in config else
-                        config.replace("[sandbox]", f"[sandbox]\nfirst_slot = {first_slot}\nslots = {workers + 1}"))
+        slots = f"first_slot = {first_slot}\nslots = {workers + 1 + sessions}\n"
+        if "[sandbox]" in config:
+            config = config.replace("[sandbox]\n", f"[sandbox]\n{slots}")
+        else:
+            config += f"\n[sandbox]\n{slots}"
+        if "[sessions]" in config:
+            config = config.replace("[sessions]\n", f"[sessions]\nmax_sessions = {sessions}\n")
+        else:
+            config += f"\n[sessions]\nmax_sessions = {sessions}\n"
+        path.write_text(config)
         cmd = [sys.executable, "-m", "toolserver", "serve", "--port", str(self.port), "--workers", str(workers),
                "--config", str(path), *args]
         self.log = open(tmp / f"server-{self.port}.log", "w+")
@@ -71,7 +78,7 @@ class RunningServer:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    running = RunningServer(tmp_path_factory.mktemp("server"), first_slot=0, workers=2)
+    running = RunningServer(tmp_path_factory.mktemp("server"), first_slot=0, workers=2, sessions=2)
     yield running
     running.stop()
 

@@ -45,10 +45,11 @@ class DefaultLimits:
 class SandboxSettings:
     firejail: str = "firejail"
     user_prefix: str = "tsbox"        # slot users tsbox0..; made by `toolserver setup-sandbox`
-    slots: int = 24                   # slot users this server uses (workers + self-test)
+    slots: int = 24                   # slot users this server uses (workers + self-test + sessions)
     first_slot: int = 0               # index of its first slot user: servers sharing a host
                                       # must use disjoint ranges (each kills its slots' processes)
     scratch_root: str = "/var/lib/toolserver/scratch"
+    ipc_root: str = "/var/lib/toolserver/ipc"  # kernels' ZeroMQ sockets, one directory per slot
     jail_max_processes: int = 64      # firejail --rlimit-nproc, per slot uid
     jail_memory_mb: int = 0           # firejail --rlimit-as for a whole worker; 0: per call only
     hidden_paths: tuple[str, ...] = ()  # extra paths blacklisted inside every jail
@@ -69,6 +70,14 @@ class PythonSettings:
 
 
 @dataclass(frozen=True)
+class SessionSettings:
+    max_sessions: int = 4             # open Jupyter kernels; past it RESOURCE_EXHAUSTED
+    idle_timeout_s: int = 600         # a session unused this long is closed
+    start_timeout_s: float = 60.0     # for a kernel to answer kernel_info
+    memory_mb: int = 2048             # firejail --rlimit-as of each kernel (ipykernel's own ~600 MB included)
+
+
+@dataclass(frozen=True)
 class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 50051
@@ -83,6 +92,7 @@ class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     python: PythonSettings = field(default_factory=PythonSettings)
+    sessions: SessionSettings = field(default_factory=SessionSettings)
     limits: CallLimits = field(default_factory=CallLimits)
     defaults: DefaultLimits = field(default_factory=DefaultLimits)
 
@@ -95,6 +105,7 @@ class Settings:
             "sandbox.jail_max_processes": self.sandbox.jail_max_processes,
             "python.workers": self.python.workers, "python.max_queue": self.python.max_queue,
             "python.recycle_after": self.python.recycle_after,
+            "sessions.idle_timeout_s": self.sessions.idle_timeout_s, "sessions.memory_mb": self.sessions.memory_mb,
             "limits.timeout_ms": self.limits.timeout_ms, "limits.memory_mb": self.limits.memory_mb,
             "limits.max_output_bytes": self.limits.max_output_bytes,
             "limits.max_processes": self.limits.max_processes, "limits.max_file_mb": self.limits.max_file_mb,
@@ -107,6 +118,8 @@ class Settings:
                 raise ConfigError(f"{name} must be positive, got {value}")
         if self.server.port > 65535:
             raise ConfigError(f"server.port must be at most 65535, got {self.server.port}")
+        if self.sessions.max_sessions < 0:
+            raise ConfigError("sessions.max_sessions must not be negative")
         if self.sandbox.first_slot < 0:
             raise ConfigError("sandbox.first_slot must not be negative")
         for name in ("timeout_ms", "memory_mb", "max_output_bytes"):
@@ -115,14 +128,15 @@ class Settings:
                                   f"limits.{name} ({getattr(self.limits, name)})")
         if self.limits.max_processes > self.sandbox.jail_max_processes:
             raise ConfigError("limits.max_processes exceeds sandbox.jail_max_processes")
-        needed = self.python.workers + 1
+        needed = self.python.workers + 1 + self.sessions.max_sessions
         if self.sandbox.slots < needed:
-            raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover python.workers "
-                              f"+ 1 for the self-test ({needed})")
+            raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover python.workers + 1 for the "
+                              f"self-test + sessions.max_sessions ({needed})")
         if self.limits.max_output_bytes * 4 > self.server.max_message_bytes:
             raise ConfigError("limits.max_output_bytes is too large for server.max_message_bytes")
-        if not os.path.isabs(self.sandbox.scratch_root):
-            raise ConfigError("sandbox.scratch_root must be an absolute path")
+        for name in ("scratch_root", "ipc_root"):
+            if not os.path.isabs(getattr(self.sandbox, name)):
+                raise ConfigError(f"sandbox.{name} must be an absolute path")
         if Path(self.python.interpreter).resolve().is_relative_to("/root") and not self.sandbox.insecure_no_sandbox:
             raise ConfigError(f"python.interpreter {self.python.interpreter} lies under /root, which the "
                               "jail hides: use a virtual environment elsewhere (scripts/setup.sh makes one)")

@@ -11,6 +11,7 @@ from typing import Any
 from toolserver.config import Settings
 from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
 from toolserver.pool import WorkerPool
+from toolserver.sessions import SessionManager
 from toolserver.v1 import toolserver_pb2 as pb
 
 OUTCOMES = {name: pb.Outcome.Value(name) for name in
@@ -44,18 +45,24 @@ def response_from_reply(request_id: str, reply: dict[str, Any]) -> pb.ExecuteRes
 
 
 class PythonExecutor:
-    def __init__(self, settings: Settings, pool: WorkerPool | None) -> None:
+    def __init__(self, settings: Settings, pool: WorkerPool | None, sessions: SessionManager | None) -> None:
         self.settings = settings
         self.pool = pool
+        self.sessions = sessions
 
     async def execute(self, call: pb.PythonCall, limits: pb.Limits, request_id: str, *,
                       wait: bool = False) -> pb.ExecuteResponse:
-        if call.session_id:
-            raise ToolUnavailable("stateful sessions are not enabled on this server")
         if not call.code.strip():
             raise InvalidRequest("python.code is empty")
+        limits_now = effective_limits(limits, self.settings)
+        if call.session_id:
+            if self.sessions is None:
+                raise ToolUnavailable("stateful sessions are not enabled on this server")
+            reply = await self.sessions.execute(call.session_id, call.code, call.stdin,
+                                                limits_now["timeout_ms"], limits_now["max_output_bytes"])
+            return response_from_reply(request_id, reply)
         if self.pool is None:
             raise Unavailable("no python worker pool: the sandbox is not proven safe")
-        request = {"id": request_id, "code": call.code, "stdin": call.stdin, **effective_limits(limits, self.settings)}
+        request = {"id": request_id, "code": call.code, "stdin": call.stdin, **limits_now}
         reply = await self.pool.run(request, wait=wait)
         return response_from_reply(request_id, reply)

@@ -25,6 +25,7 @@ from toolserver.config import Settings
 from toolserver.pool import WorkerPool
 from toolserver.python_tool import PythonExecutor
 from toolserver.service import ServerState, ToolServerService
+from toolserver.sessions import SessionManager
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 
@@ -85,6 +86,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
     needed = settings.python.workers + 1
     health_servicer = health.aio.HealthServicer()
     pool: WorkerPool | None = None
+    sessions: SessionManager | None = None
     if len(slots) < needed:
         state.reason = (f"{len(slots)} sandbox slot users found, {needed} needed: run "
                         "`toolserver setup-sandbox` as root (scripts/setup.sh does)")
@@ -100,7 +102,15 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
                 state.serving = False
                 state.reason = f"no python worker could start: {exc}"
                 log.error("refusing to run code: %s", state.reason)
-    service = ToolServerService(state, PythonExecutor(settings, pool), settings.server.max_stream_inflight)
+            session_slots = slots[needed:needed + settings.sessions.max_sessions]
+            if session_slots:
+                sessions = SessionManager(spec, session_slots, max_sessions=settings.sessions.max_sessions,
+                                          idle_timeout_s=settings.sessions.idle_timeout_s,
+                                          start_timeout_s=settings.sessions.start_timeout_s,
+                                          memory_mb=settings.sessions.memory_mb,
+                                          ipc_root=Path(settings.sandbox.ipc_root))
+                sessions.start()
+    service = ToolServerService(state, PythonExecutor(settings, pool, sessions), settings.server.max_stream_inflight)
 
     options = [("grpc.max_receive_message_length", settings.server.max_message_bytes),
                ("grpc.max_send_message_length", settings.server.max_message_bytes),
@@ -140,6 +150,8 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
         except asyncio.TimeoutError:
             log.warning("drain timed out with %d calls in flight", state.inflight)
         await server.stop(grace=1.0)
+        if sessions is not None:
+            await sessions.shutdown()
         if pool is not None:
             await pool.close()
         log.info("stopped")

@@ -12,7 +12,7 @@ PYTHON_SCHEMA = {
     "properties": {
         "code": {"type": "string", "description": "Python 3 source. The repr of a last bare expression is returned as the value."},
         "stdin": {"type": "string", "description": "Text fed to the program's standard input."},
-        "session_id": {"type": "string", "description": "Reserved for stateful sessions; leave empty."},
+        "session_id": {"type": "string", "description": "A session from OpenSession: variables and imports persist between its calls. Empty: a fresh interpreter."},
     },
     "required": ["code"],
     "additionalProperties": False,
@@ -21,7 +21,7 @@ PYTHON_SCHEMA = {
 PYTHON_TOOL = pb.ToolSpec(
     name="python",
     description=("Run Python 3 code in an isolated sandbox with sympy, numpy and mpmath pre-imported "
-                 "for use. Nothing persists between calls. Returns stdout, stderr and the value of the "
+                 "for use. Nothing persists between calls unless a session_id is given. Returns stdout, stderr and the value of the "
                  "last expression."),
     parameters=json.dumps(PYTHON_SCHEMA),
 )

@@ -62,7 +62,7 @@ def test_broken_sandbox_is_refused(tmp_path):
     fake = public / "firejail"
     fake.write_text(FAKE_FIREJAIL)
     fake.chmod(0o755)
-    server = RunningServer(tmp_path, first_slot=4, workers=1, config=f'[sandbox]\nfirejail = "{fake}"\n')
+    server = RunningServer(tmp_path, first_slot=5, workers=1, config=f'[sandbox]\nfirejail = "{fake}"\n')
     try:
         with grpc.insecure_channel(server.target) as channel:
             health = health_pb2_grpc.HealthStub(channel)

@@ -64,11 +64,6 @@ def test_unknown_session_is_not_found(channel):
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
 
 
-def test_session_call_without_sessions_is_failed_precondition(client):
-    request = pb.ExecuteRequest(python=pb.PythonCall(code="1", session_id="abc"))
-    with pytest.raises(FailedPrecondition):
-        client.execute(request)
-
 
 def test_oversized_message_is_resource_exhausted(channel):
     stub = pb_grpc.ToolServerStub(channel)

@@ -1,0 +1,78 @@
+"""Stateful sessions: Jupyter kernels in the jail, over gRPC."""
+
+from __future__ import annotations
+
+import time
+
+import grpc
+import pytest
+
+from toolserver.client import NotFound
+from toolserver.v1 import toolserver_pb2 as pb
+
+from tests.conftest import RunningServer
+
+
+def in_session(client, session_id: str, code: str, **limits) -> pb.ExecuteResponse:
+    return client.execute(pb.ExecuteRequest(request_id="s", python=pb.PythonCall(code=code, session_id=session_id),
+                                            limits=pb.Limits(**limits)))
+
+
+def open_session(client) -> pb.Session:
+    return client.stub.OpenSession(pb.OpenSessionRequest(), timeout=120)
+
+
+def test_session_keeps_state_until_closed(client):
+    session = open_session(client)
+    assert session.session_id and session.idle_timeout_s > 0
+    assert in_session(client, session.session_id, "import sympy\nx = sympy.Symbol('x')\nn = 41").outcome == pb.OK
+    response = in_session(client, session.session_id, "print('n is', n)\nsympy.expand((x + 1)**2), n + 1")
+    assert response.outcome == pb.OK
+    assert response.stdout == "n is 41\n"
+    assert response.python.value == "(x**2 + 2*x + 1, 42)"
+    failed = in_session(client, session.session_id, "1 / 0")
+    assert failed.outcome == pb.ERROR and failed.error.startswith("ZeroDivisionError")
+    uid = in_session(client, session.session_id, "import os, socket\n(os.getuid() != 0, [n for _, n in socket.if_nameindex()])")
+    assert uid.python.value == "(True, ['lo'])"
+    client.stub.CloseSession(pb.CloseSessionRequest(session_id=session.session_id), timeout=30)
+    with pytest.raises(NotFound):
+        in_session(client, session.session_id, "n")
+
+
+def test_session_timeout_interrupts_and_keeps_the_session(client):
+    session = open_session(client)
+    in_session(client, session.session_id, "kept = 'yes'")
+    response = in_session(client, session.session_id, "import time\ntime.sleep(30)", timeout_ms=1000)
+    assert response.outcome == pb.TIMEOUT
+    assert in_session(client, session.session_id, "kept").python.value == "'yes'"
+    client.stub.CloseSession(pb.CloseSessionRequest(session_id=session.session_id), timeout=30)
+
+
+def test_session_stdin_feeds_input(client):
+    session = open_session(client)
+    response = client.execute(pb.ExecuteRequest(python=pb.PythonCall(
+        code="a = input()\nb = input()\nint(a) * int(b)", session_id=session.session_id, stdin="6\n7\n")))
+    assert response.python.value == "42"
+    client.stub.CloseSession(pb.CloseSessionRequest(session_id=session.session_id), timeout=30)
+
+
+def test_unknown_session_call_is_not_found(client):
+    with pytest.raises(NotFound):
+        in_session(client, "no-such-session", "1")
+
+
+def test_session_cap_and_idle_timeout(tmp_path):
+    server = RunningServer(tmp_path, first_slot=13, workers=1, sessions=1, config="[sessions]\nidle_timeout_s = 2\n")
+    try:
+        with server.client() as client:
+            first = open_session(client)
+            with pytest.raises(grpc.RpcError) as info:
+                open_session(client)
+            assert info.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            time.sleep(4.5)
+            with pytest.raises(NotFound):
+                in_session(client, first.session_id, "1")
+            second = open_session(client)
+            assert in_session(client, second.session_id, "2 + 2").python.value == "4"
+    finally:
+        server.stop()

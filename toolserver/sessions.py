@@ -1,0 +1,295 @@
+"""Stateful Python sessions: one Jupyter kernel per session, each in its own jail.
+
+The kernel (ipykernel) is started through the same firejail command line as the
+workers, as its own slot uid, with no network: it talks to the server over ZeroMQ
+`ipc` sockets in a directory of its own that the jail shares with the host (its home
+is a private tmpfs the host cannot see); Unix sockets cross the network namespace. Calls on
+one session run one at a time. A call past its timeout is interrupted; a kernel that
+does not come back, or dies, ends its session. Idle sessions are closed by a reaper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import secrets
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.asynchronous import AsyncKernelClient
+from jupyter_client.connect import write_connection_file
+
+from sandbox.jail import JailPolicy, Slot
+from sandbox.slots import kill_slot_processes, prepare_scratch, running_as_root
+from sandbox.worker import ZygoteSpec, spawn_jailed
+from toolserver.errors import Exhausted, NotFound, Unavailable
+
+log = logging.getLogger(__name__)
+
+INTERRUPT_GRACE_S = 3.0
+# firejail drops TMPDIR from the environment; the home is the only writable place.
+KERNEL_BOOTSTRAP = ("import os, runpy, sys\n"
+                    "os.environ['TMPDIR'] = os.environ['HOME']\n"
+                    "sys.argv[0] = 'ipykernel_launcher'\n"
+                    "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)\n")
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+@dataclass
+class KernelSession:
+    session_id: str
+    slot: Slot
+    process: asyncio.subprocess.Process
+    client: AsyncKernelClient
+    idle_timeout_s: int
+    last_used: float = field(default_factory=time.monotonic)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    closed: bool = False
+
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None and not self.closed
+
+
+class OutputCap:
+    """Text kept up to a byte cap per stream; `truncated` says something was dropped."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.parts: list[str] = []
+        self.size = 0
+        self.truncated = False
+
+    def add(self, text: str) -> None:
+        data = text.encode("utf-8", errors="replace")
+        room = self.cap - self.size
+        if len(data) > room:
+            self.truncated = True
+            data = data[: max(room, 0)]
+        if data:
+            self.parts.append(data.decode("utf-8", errors="ignore"))
+            self.size += len(data)
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+class SessionManager:
+    def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_sessions: int, idle_timeout_s: int,
+                 start_timeout_s: float, memory_mb: int, ipc_root: Path) -> None:
+        self.spec = ZygoteSpec(
+            interpreter=spec.interpreter,
+            jail=JailPolicy(**{**spec.jail.__dict__, "memory_mb": memory_mb}),
+            insecure_no_sandbox=spec.insecure_no_sandbox,
+        )
+        self.free_slots = list(slots)
+        self.max_sessions = min(max_sessions, len(slots))
+        self.idle_timeout_s = idle_timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.ipc_root = ipc_root
+        self.sessions: dict[str, KernelSession] = {}
+        self._opening = 0
+        self._closed = False
+        self._reaper: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
+
+    async def open(self) -> KernelSession:
+        if self._closed:
+            raise Unavailable("server is shutting down")
+        if len(self.sessions) + self._opening >= self.max_sessions or not self.free_slots:
+            raise Exhausted(f"session limit reached ({self.max_sessions} open)")
+        slot = self.free_slots.pop()
+        self._opening += 1
+        try:
+            session = await self._start_kernel(slot)
+        except BaseException:
+            await self._release_slot(slot)
+            raise
+        finally:
+            self._opening -= 1
+        self.sessions[session.session_id] = session
+        return session
+
+    async def _start_kernel(self, slot: Slot) -> KernelSession:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, prepare_scratch, slot)
+        ipc = self.ipc_root / slot.name
+        await loop.run_in_executor(None, prepare_scratch, Slot(slot.name, slot.uid, slot.gid, ipc))
+        connection_file = str(ipc / "kernel.json")
+        write_connection_file(connection_file, transport="ipc", ip=str(ipc / "kernel"),
+                              key=secrets.token_hex(16).encode(), signature_scheme="hmac-sha256")
+        if running_as_root():
+            os.chown(connection_file, slot.uid, slot.gid)
+        program = [self.spec.interpreter, "-I", "-c", KERNEL_BOOTSTRAP, "-f", connection_file,
+                   "--transport=ipc", "--HistoryManager.enabled=False",
+                   "--IPKernelApp.quiet=True"]
+        process = await spawn_jailed(self.spec, slot, program, (str(ipc),), stdin=asyncio.subprocess.DEVNULL,
+                                     stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        client = AsyncKernelClient(connection_file=connection_file)
+        client.load_connection_file()
+        client.start_channels()
+        session = KernelSession(uuid.uuid4().hex, slot, process, client, self.idle_timeout_s)
+        try:
+            await asyncio.wait_for(self._wait_ready(session), self.start_timeout_s)
+        except (asyncio.TimeoutError, RuntimeError) as exc:
+            await self._kill(session)
+            raise Unavailable(f"session kernel did not start: {exc!r}") from exc
+        return session
+
+    async def _wait_ready(self, session: KernelSession) -> None:
+        while True:
+            if session.process.returncode is not None:
+                raise RuntimeError(f"kernel exited with status {session.process.returncode}")
+            msg_id = session.client.kernel_info()
+            try:
+                while True:
+                    reply = await session.client.get_shell_msg(timeout=0.5)
+                    if reply["parent_header"].get("msg_id") == msg_id:
+                        return
+            except Exception:  # queue.Empty from the client: not ready yet
+                continue
+
+    def get(self, session_id: str) -> KernelSession:
+        session = self.sessions.get(session_id)
+        if session is None or not session.alive:
+            raise NotFound(f"unknown or closed session {session_id!r}")
+        return session
+
+    async def close(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            raise NotFound(f"unknown or closed session {session_id!r}")
+        await self._kill(session)
+
+    async def _kill(self, session: KernelSession) -> None:
+        session.closed = True
+        self.sessions.pop(session.session_id, None)
+        try:
+            session.client.stop_channels()
+        except Exception as exc:  # a broken channel must not keep the slot
+            log.warning("closing channels of session %s: %r", session.session_id, exc)
+        if session.process.returncode is None:
+            try:
+                os.killpg(session.process.pid, 9)
+            except ProcessLookupError:
+                pass
+            await session.process.wait()
+        await self._release_slot(session.slot)
+
+    async def _release_slot(self, slot: Slot) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, slot)
+        self.free_slots.append(slot)
+
+    async def execute(self, session_id: str, code: str, stdin: str, timeout_ms: int,
+                      max_output_bytes: int) -> dict[str, Any]:
+        """Runs code in the session; returns a reply shaped like a zygote's."""
+        session = self.get(session_id)
+        async with session.lock:
+            if not session.alive:
+                raise NotFound(f"session {session_id!r} was closed")
+            session.last_used = time.monotonic()
+            try:
+                return await self._run(session, code, stdin, timeout_ms, max_output_bytes)
+            finally:
+                session.last_used = time.monotonic()
+
+    async def _run(self, session: KernelSession, code: str, stdin: str, timeout_ms: int,
+                   max_output_bytes: int) -> dict[str, Any]:
+        client = session.client
+        stdout, stderr = OutputCap(max_output_bytes), OutputCap(max_output_bytes)
+        lines = stdin.splitlines()
+        reply: dict[str, Any] = {"outcome": "OK", "value": "", "error": "", "exit_code": 0}
+        started = time.monotonic()
+        deadline = started + timeout_ms / 1000.0
+        msg_id = client.execute(code, store_history=False, allow_stdin=True)
+        stdin_task = asyncio.get_running_loop().create_task(self._answer_input(client, lines))
+        interrupted = False
+        try:
+            while True:
+                now = time.monotonic()
+                if session.process.returncode is not None:
+                    reply.update(outcome="CRASHED", error="session kernel died; the session is closed", exit_code=-1)
+                    await self._kill(session)
+                    break
+                if now >= deadline:
+                    if interrupted:
+                        reply.update(outcome="TIMEOUT", exit_code=-1,
+                                     error=f"time limit of {timeout_ms} ms exceeded; the kernel did not stop, session closed")
+                        await self._kill(session)
+                        break
+                    self._interrupt(session)
+                    interrupted = True
+                    deadline = now + INTERRUPT_GRACE_S
+                try:
+                    message = await client.get_iopub_msg(timeout=min(0.2, max(deadline - now, 0.01)))
+                except Exception:  # queue.Empty: nothing yet
+                    continue
+                if message["parent_header"].get("msg_id") != msg_id:
+                    continue
+                kind, content = message["msg_type"], message["content"]
+                if kind == "stream":
+                    (stdout if content.get("name") == "stdout" else stderr).add(content.get("text", ""))
+                elif kind == "execute_result":
+                    reply["value"] = content.get("data", {}).get("text/plain", "")[:max_output_bytes]
+                elif kind == "display_data":
+                    stdout.add(content.get("data", {}).get("text/plain", "") + "\n")
+                elif kind == "error":
+                    stderr.add(strip_ansi("\n".join(content.get("traceback", []))) + "\n")
+                    name = content.get("ename", "Error")
+                    if interrupted and name == "KeyboardInterrupt":
+                        reply.update(outcome="TIMEOUT", exit_code=-1,
+                                     error=f"time limit of {timeout_ms} ms exceeded; interrupted, session kept")
+                    elif name == "MemoryError":
+                        reply.update(outcome="MEMORY_LIMIT", exit_code=1, error="MemoryError: session memory limit reached")
+                    else:
+                        reply.update(outcome="ERROR", exit_code=1, error=f"{name}: {content.get('evalue', '')}")
+                elif kind == "status" and content.get("execution_state") == "idle":
+                    break
+        finally:
+            stdin_task.cancel()
+        reply.update(stdout=stdout.text(), stderr=stderr.text(), truncated=stdout.truncated or stderr.truncated,
+                     elapsed_us=int((time.monotonic() - started) * 1e6))
+        return reply
+
+    async def _answer_input(self, client: AsyncKernelClient, lines: list[str]) -> None:
+        """Answers input() in the kernel with the call's stdin, line by line."""
+        pending = list(lines)
+        while True:
+            try:
+                message = await client.get_stdin_msg(timeout=0.2)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                continue
+            if message["msg_type"] == "input_request":
+                client.input(pending.pop(0) if pending else "")
+
+    def _interrupt(self, session: KernelSession) -> None:
+        message = session.client.session.msg("interrupt_request", content={})
+        session.client.control_channel.send(message)
+
+    async def _reap_idle(self) -> None:
+        while not self._closed:
+            await asyncio.sleep(1.0)
+            now = time.monotonic()
+            for session in list(self.sessions.values()):
+                if not session.lock.locked() and (now - session.last_used > session.idle_timeout_s or not session.alive):
+                    log.info("closing session %s (idle or dead)", session.session_id)
+                    await self._kill(session)
+
+    async def shutdown(self) -> None:
+        self._closed = True
+        if self._reaper is not None:
+            self._reaper.cancel()
+        await asyncio.gather(*(self._kill(s) for s in list(self.sessions.values())), return_exceptions=True)
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI_ESCAPE.sub("", text)
