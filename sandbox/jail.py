@@ -87,6 +87,7 @@ def jail_environment(slot: Slot) -> dict[str, str]:
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "MPLBACKEND": "Agg",
+        "MALLOC_ARENA_MAX": "2",  # threads otherwise reserve 64 MB of address space each
     }
     env.update(slot.extra_env)
     return env

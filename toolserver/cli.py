@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -61,6 +62,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, **overrides)
     logging.basicConfig(level=settings.server.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The server forks jails while gRPC threads run; gRPC's fork handlers then crash
+    # the child before it can exec firejail. It must be off before grpc is imported.
+    os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
     from toolserver.server import serve
 
     asyncio.run(serve(settings))

@@ -74,7 +74,7 @@ class SessionSettings:
     max_sessions: int = 4             # open Jupyter kernels; past it RESOURCE_EXHAUSTED
     idle_timeout_s: int = 600         # a session unused this long is closed
     start_timeout_s: float = 60.0     # for a kernel to answer kernel_info
-    memory_mb: int = 2048             # firejail --rlimit-as of each kernel (ipykernel's own ~600 MB included)
+    memory_mb: int = 0                # firejail --rlimit-as of each kernel; 0: none (see README)
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class Settings:
             "sandbox.jail_max_processes": self.sandbox.jail_max_processes,
             "python.workers": self.python.workers, "python.max_queue": self.python.max_queue,
             "python.recycle_after": self.python.recycle_after,
-            "sessions.idle_timeout_s": self.sessions.idle_timeout_s, "sessions.memory_mb": self.sessions.memory_mb,
+            "sessions.idle_timeout_s": self.sessions.idle_timeout_s,
             "limits.timeout_ms": self.limits.timeout_ms, "limits.memory_mb": self.limits.memory_mb,
             "limits.max_output_bytes": self.limits.max_output_bytes,
             "limits.max_processes": self.limits.max_processes, "limits.max_file_mb": self.limits.max_file_mb,

@@ -144,14 +144,24 @@ class SessionManager:
         return session
 
     async def _wait_ready(self, session: KernelSession) -> None:
+        """Until the kernel answers kernel_info on shell and its iopub reaches us.
+
+        iopub is a SUB socket: messages published before it joined are lost, so
+        a kernel is ready only once a kernel_info's status messages arrive.
+        """
+        client = session.client
         while True:
             if session.process.returncode is not None:
                 raise RuntimeError(f"kernel exited with status {session.process.returncode}")
-            msg_id = session.client.kernel_info()
+            msg_id = client.kernel_info()
             try:
                 while True:
-                    reply = await session.client.get_shell_msg(timeout=0.5)
+                    reply = await client.get_shell_msg(timeout=0.5)
                     if reply["parent_header"].get("msg_id") == msg_id:
+                        break
+                while True:
+                    message = await client.get_iopub_msg(timeout=0.5)
+                    if message["parent_header"].get("msg_id") == msg_id:
                         return
             except Exception:  # queue.Empty from the client: not ready yet
                 continue

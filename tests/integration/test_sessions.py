@@ -41,7 +41,7 @@ def test_session_keeps_state_until_closed(client):
 
 def test_session_timeout_interrupts_and_keeps_the_session(client):
     session = open_session(client)
-    in_session(client, session.session_id, "kept = 'yes'")
+    assert in_session(client, session.session_id, "kept = 'yes'").outcome == pb.OK
     response = in_session(client, session.session_id, "import time\ntime.sleep(30)", timeout_ms=1000)
     assert response.outcome == pb.TIMEOUT
     assert in_session(client, session.session_id, "kept").python.value == "'yes'"
