@@ -26,7 +26,7 @@ fi
 
 STAMP="$VENV/.toolserver-install"
 WANT="$(cd "$ROOT" && sha256sum pyproject.toml | cut -d' ' -f1) $ROOT"
-if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+if [ ! -x "$VENV/bin/toolserver" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "setup: installing the package into $VENV"
   "$VENV/bin/pip" install -q -e "$ROOT[dev]"
   echo "$WANT" > "$STAMP"
