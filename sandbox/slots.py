@@ -81,11 +81,15 @@ def prepare_scratch(slot: Slot) -> None:
     Inside the jail firejail mounts a private tmpfs on this home, discarded with the
     jail; the zygote wipes it after every call.
     """
-    path = slot.scratch
+    prepare_private_directory(slot.scratch, slot.uid, slot.gid)
+
+
+def prepare_private_directory(path: Path, uid: int, gid: int) -> None:
+    """Makes path an empty directory that only uid can use."""
     path.mkdir(parents=True, exist_ok=True)
     clear_directory(path)
     if running_as_root():
-        os.chown(path, slot.uid, slot.gid)
+        os.chown(path, uid, gid)
     os.chmod(path, 0o700)
 
 

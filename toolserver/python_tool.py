@@ -50,15 +50,18 @@ class PythonExecutor:
         self.pool = pool
         self.sessions = sessions
 
+    def session_manager(self) -> SessionManager:
+        if self.sessions is None:
+            raise ToolUnavailable("stateful sessions are not enabled on this server")
+        return self.sessions
+
     async def execute(self, call: pb.PythonCall, limits: pb.Limits, request_id: str, *,
                       wait: bool = False) -> pb.ExecuteResponse:
         if not call.code.strip():
             raise InvalidRequest("python.code is empty")
         limits_now = effective_limits(limits, self.settings)
         if call.session_id:
-            if self.sessions is None:
-                raise ToolUnavailable("stateful sessions are not enabled on this server")
-            reply = await self.sessions.execute(call.session_id, call.code, call.stdin,
+            reply = await self.session_manager().execute(call.session_id, call.code, call.stdin,
                                                 limits_now["timeout_ms"], limits_now["max_output_bytes"])
             return response_from_reply(request_id, reply)
         if self.pool is None:

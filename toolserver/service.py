@@ -15,7 +15,7 @@ import grpc
 
 from sandbox.selftest import Check
 from toolserver import __version__, tools
-from toolserver.errors import InvalidRequest, RequestError, ToolUnavailable, Unavailable, status_of
+from toolserver.errors import InvalidRequest, RequestError, Unavailable, status_of
 from toolserver.python_tool import PythonExecutor
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
@@ -136,23 +136,17 @@ class ToolServerService(pb_grpc.ToolServerServicer):
     async def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.aio.ServicerContext) -> pb.Session:
         try:
             self.state.admit()
-            sessions = self._sessions()
-            session = await sessions.open()
+            session = await self.python.session_manager().open()
         except RequestError as exc:
             await context.abort(*status_of(exc))
         return pb.Session(session_id=session.session_id, idle_timeout_s=session.idle_timeout_s)
 
     async def CloseSession(self, request: pb.CloseSessionRequest, context: grpc.aio.ServicerContext) -> pb.CloseSessionResponse:
         try:
-            await self._sessions().close(request.session_id)
+            await self.python.session_manager().close(request.session_id)
         except RequestError as exc:
             await context.abort(*status_of(exc))
         return pb.CloseSessionResponse()
-
-    def _sessions(self):
-        if self.python.sessions is None:
-            raise ToolUnavailable("stateful sessions are not enabled on this server")
-        return self.python.sessions
 
     async def GetServerInfo(self, request: pb.ServerInfoRequest, context: grpc.aio.ServicerContext) -> pb.ServerInfo:
         pool = self.python.pool

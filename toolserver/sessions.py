@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import zmq
+import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.connect import write_connection_file
 
 from sandbox.jail import JailPolicy, Slot
-from sandbox.slots import kill_slot_processes, prepare_scratch, running_as_root
+from sandbox.slots import kill_slot_processes, prepare_private_directory, prepare_scratch, running_as_root
 from sandbox.worker import ZygoteSpec, spawn_jailed
 from toolserver.errors import Exhausted, NotFound, Unavailable
 
@@ -37,6 +39,7 @@ KERNEL_BOOTSTRAP = ("import os, runpy, sys\n"
                     "os.environ['TMPDIR'] = os.environ['HOME']\n"
                     "sys.argv[0] = 'ipykernel_launcher'\n"
                     "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)\n")
+EOF = "\x04"  # an input_reply of ^D makes ipykernel raise EOFError
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -121,7 +124,7 @@ class SessionManager:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, prepare_scratch, slot)
         ipc = self.ipc_root / slot.name
-        await loop.run_in_executor(None, prepare_scratch, Slot(slot.name, slot.uid, slot.gid, ipc))
+        await loop.run_in_executor(None, prepare_private_directory, ipc, slot.uid, slot.gid)
         connection_file = str(ipc / "kernel.json")
         write_connection_file(connection_file, transport="ipc", ip=str(ipc / "kernel"),
                               key=secrets.token_hex(16).encode(), signature_scheme="hmac-sha256")
@@ -135,24 +138,33 @@ class SessionManager:
         client = AsyncKernelClient(connection_file=connection_file)
         client.load_connection_file()
         client.start_channels()
+        # The kernel cannot have bound its sockets yet, so no handshake precedes this monitor.
+        stdin_monitor = client.stdin_channel.socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
         session = KernelSession(uuid.uuid4().hex, slot, process, client, self.idle_timeout_s)
         try:
-            await asyncio.wait_for(self._wait_ready(session), self.start_timeout_s)
+            await asyncio.wait_for(self._wait_ready(session, stdin_monitor), self.start_timeout_s)
         except (asyncio.TimeoutError, RuntimeError) as exc:
-            await self._kill(session)
+            await self._stop_kernel(session)  # open() frees the slot
             raise Unavailable(f"session kernel did not start: {exc!r}") from exc
+        finally:
+            client.stdin_channel.socket.disable_monitor()
+            stdin_monitor.close(linger=0)
         return session
 
-    async def _wait_ready(self, session: KernelSession) -> None:
-        """Until the kernel answers kernel_info on shell and its iopub reaches us.
+    async def _wait_ready(self, session: KernelSession, stdin_monitor: zmq.asyncio.Socket) -> None:
+        """Until the kernel knows our stdin socket and answers kernel_info on shell and iopub.
 
-        iopub is a SUB socket: messages published before it joined are lost, so
-        a kernel is ready only once a kernel_info's status messages arrive.
+        The kernel's stdin is a ROUTER: an input_request sent before our socket's
+        handshake is silently dropped and input() would wait forever. iopub is a SUB
+        socket: messages published before it joined are lost, so a kernel is ready
+        only once a kernel_info's status messages arrive.
         """
+        while not await stdin_monitor.poll(500):
+            raise_if_exited(session)
+        await stdin_monitor.recv_multipart()
         client = session.client
         while True:
-            if session.process.returncode is not None:
-                raise RuntimeError(f"kernel exited with status {session.process.returncode}")
+            raise_if_exited(session)
             msg_id = client.kernel_info()
             try:
                 while True:
@@ -179,8 +191,16 @@ class SessionManager:
         await self._kill(session)
 
     async def _kill(self, session: KernelSession) -> None:
+        """Ends a session and frees its slot, once: close, a failed call and the
+        reaper may all reach the same session."""
+        if session.closed:
+            return
         session.closed = True
         self.sessions.pop(session.session_id, None)
+        await self._stop_kernel(session)
+        await self._release_slot(session.slot)
+
+    async def _stop_kernel(self, session: KernelSession) -> None:
         try:
             session.client.stop_channels()
         except Exception as exc:  # a broken channel must not keep the slot
@@ -191,7 +211,6 @@ class SessionManager:
             except ProcessLookupError:
                 pass
             await session.process.wait()
-        await self._release_slot(session.slot)
 
     async def _release_slot(self, slot: Slot) -> None:
         await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, slot)
@@ -201,10 +220,9 @@ class SessionManager:
                       max_output_bytes: int) -> dict[str, Any]:
         """Runs code in the session; returns a reply shaped like a zygote's."""
         session = self.get(session_id)
-        async with session.lock:
+        async with session.lock:  # the reaper leaves a locked session alone
             if not session.alive:
                 raise NotFound(f"session {session_id!r} was closed")
-            session.last_used = time.monotonic()
             try:
                 return await self._run(session, code, stdin, timeout_ms, max_output_bytes)
             finally:
@@ -268,18 +286,16 @@ class SessionManager:
                      elapsed_us=int((time.monotonic() - started) * 1e6))
         return reply
 
-    async def _answer_input(self, client: AsyncKernelClient, lines: list[str]) -> None:
-        """Answers input() in the kernel with the call's stdin, line by line."""
-        pending = list(lines)
+    async def _answer_input(self, client: AsyncKernelClient, pending: list[str]) -> None:
+        """Answers input() in the kernel with the call's stdin, line by line; past its
+        end input() raises EOFError, as it does in a fresh interpreter."""
         while True:
             try:
                 message = await client.get_stdin_msg(timeout=0.2)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
+            except Exception:  # queue.Empty: no input() yet; cancellation is not an Exception
                 continue
             if message["msg_type"] == "input_request":
-                client.input(pending.pop(0) if pending else "")
+                client.input(pending.pop(0) if pending else EOF)
 
     def _interrupt(self, session: KernelSession) -> None:
         message = session.client.session.msg("interrupt_request", content={})
@@ -299,6 +315,11 @@ class SessionManager:
         if self._reaper is not None:
             self._reaper.cancel()
         await asyncio.gather(*(self._kill(s) for s in list(self.sessions.values())), return_exceptions=True)
+
+
+def raise_if_exited(session: KernelSession) -> None:
+    if session.process.returncode is not None:
+        raise RuntimeError(f"kernel exited with status {session.process.returncode}")
 
 
 def strip_ansi(text: str) -> str:

@@ -13,8 +13,9 @@ from toolserver.v1 import toolserver_pb2 as pb
 from tests.conftest import RunningServer
 
 
-def in_session(client, session_id: str, code: str, **limits) -> pb.ExecuteResponse:
-    return client.execute(pb.ExecuteRequest(request_id="s", python=pb.PythonCall(code=code, session_id=session_id),
+def in_session(client, session_id: str, code: str, stdin: str = "", **limits) -> pb.ExecuteResponse:
+    return client.execute(pb.ExecuteRequest(request_id="s", python=pb.PythonCall(code=code, session_id=session_id,
+                                                                                 stdin=stdin),
                                             limits=pb.Limits(**limits)))
 
 
@@ -50,9 +51,8 @@ def test_session_timeout_interrupts_and_keeps_the_session(client):
 
 def test_session_stdin_feeds_input(client):
     session = open_session(client)
-    response = client.execute(pb.ExecuteRequest(python=pb.PythonCall(
-        code="a = input()\nb = input()\nint(a) * int(b)", session_id=session.session_id, stdin="6\n7\n")))
-    assert response.python.value == "42"
+    response = in_session(client, session.session_id, "a = input()\nb = input()\nint(a) * int(b)", stdin="6\n7\n")
+    assert response.python.value == "42", response
     client.stub.CloseSession(pb.CloseSessionRequest(session_id=session.session_id), timeout=30)
 
 
@@ -76,3 +76,13 @@ def test_session_cap_and_idle_timeout(tmp_path):
             assert in_session(client, second.session_id, "2 + 2").python.value == "4"
     finally:
         server.stop()
+
+
+def test_session_input_past_stdin_is_eof(client):
+    session = open_session(client)
+    response = in_session(client, session.session_id,
+                          "first = input()\ntry:\n    input()\nexcept EOFError:\n    first = first + ' then EOF'\nfirst",
+                          stdin="only line\n")
+    assert response.outcome == pb.OK, response
+    assert response.python.value == "'only line then EOF'"
+    client.stub.CloseSession(pb.CloseSessionRequest(session_id=session.session_id), timeout=30)
