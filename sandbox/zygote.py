@@ -34,6 +34,9 @@ import traceback
 PR_SET_DUMPABLE = 4
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+MADV_HUGEPAGE = 14
+MADV_COLLAPSE = 25  # Linux 6.1+; elsewhere madvise fails and nothing changes
+HUGE_PAGE = 2 << 20
 READ_CHUNK = 65536
 REAP_ROUNDS = 200
 
@@ -159,30 +162,39 @@ def read_request(fd):
     return json.loads(b"".join(chunks))
 
 
+def close_fds_except(keep):
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1024)
+
+
 def run_child(baseline_kb, req_r, out_w, err_w, result_w):
-    """Runs in the forked child; never returns."""
+    """Runs in the forked child; never returns.
+
+    Everything that does not depend on the request is done before it arrives, while
+    the child waits ahead of its call, so that a call pays only for its own part.
+    """
     code = 1
     try:
         os.setsid()
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        close_fds_except((req_r, result_w))
+        os.chdir(os.environ.get("HOME", "/"))
+        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         request = read_request(req_r)
         os.close(req_r)
         stdin_fd = os.memfd_create("stdin")
         os.write(stdin_fd, request.get("stdin", "").encode("utf-8", errors="surrogateescape"))
         os.lseek(stdin_fd, 0, os.SEEK_SET)
         os.dup2(stdin_fd, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        for fd in (stdin_fd, out_w, err_w):
-            if fd > 2:
-                os.close(fd)
-        os.closerange(3, result_w)
-        os.closerange(result_w + 1, 1024)
-        os.chdir(os.environ.get("HOME", "/"))
+        os.close(stdin_fd)
         sys.stdin = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
-        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         set_limits(request, baseline_kb)
     except BaseException as exc:  # the child cannot start: report it as a crash
         os.write(result_w, json.dumps({"kind": "crashed", "error": f"child setup: {exc!r}"}).encode())
@@ -419,6 +431,33 @@ def classify(request, status, timed_out, elapsed, out, err, res):
     return reply
 
 
+def collapse_heap_into_huge_pages(libc):
+    """Backs the warm heap with 2 MB pages, so that each fork copies a few hundred page
+    table entries instead of ~12,000 and each child's exit frees as few.
+
+    A child that writes to a shared huge page gets its PMD split and one 4 KB page
+    copied (Linux 5.8+), so copy-on-write stays small. Best effort: returns the
+    megabytes collapsed (0 where the kernel cannot).
+    """
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    collapsed = 0
+    with open("/proc/self/maps") as maps:
+        regions = [line.split() for line in maps]
+    for fields in regions:
+        low, high = (int(bound, 16) for bound in fields[0].split("-"))
+        path = fields[5] if len(fields) > 5 else ""
+        if not fields[1].startswith("rw") or fields[1][3] != "p" or path not in ("", "[heap]"):
+            continue
+        start = (low + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1)
+        end = high & ~(HUGE_PAGE - 1)
+        if end <= start:
+            continue
+        libc.madvise(start, end - start, MADV_HUGEPAGE)
+        if libc.madvise(start, end - start, MADV_COLLAPSE) == 0:
+            collapsed += (end - start) >> 20
+    return collapsed
+
+
 def preload(modules):
     loaded, failed = [], {}
     for name in modules:
@@ -449,9 +488,10 @@ def main(config):
 
     gc.collect()
     gc.freeze()
+    huge_mb = collapse_heap_into_huge_pages(libc) if config.get("huge_pages", True) else 0
     baseline_kb = vm_size_kb()
     send_frame(control_out, {"ready": True, "pid": os.getpid(), "uid": os.getuid(),
-                             "preloaded": loaded, "preload_failed": failed,
+                             "preloaded": loaded, "preload_failed": failed, "huge_pages_mb": huge_mb,
                              "baseline_vm_kb": baseline_kb})
     child = Child(baseline_kb)
     while True:

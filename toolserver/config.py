@@ -63,6 +63,8 @@ class PythonSettings:
     interpreter: str = sys.executable  # must be visible inside the jail (not under /root)
     preload: tuple[str, ...] = ("sympy", "numpy", "mpmath", "fractions", "itertools", "math",
                                 "collections", "functools", "re", "json", "decimal", "statistics")
+    huge_pages: bool = True           # collapse the warm heap into 2 MB pages (Linux 6.1+):
+                                      # each fork and exit costs ~1.5 ms less
     max_queue: int = 1024             # calls waiting for a worker; past it RESOURCE_EXHAUSTED
     worker_grace_s: float = 5.0       # a worker that overruns the call's timeout by this is hung
     start_timeout_s: float = 60.0     # to start one zygote (imports included)

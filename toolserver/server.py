@@ -48,6 +48,7 @@ def zygote_spec(settings: Settings) -> ZygoteSpec:
         hidden_paths=tuple(hidden),
     )
     return ZygoteSpec(interpreter=settings.python.interpreter, preload=settings.python.preload, jail=jail,
+                      huge_pages=settings.python.huge_pages,
                       insecure_no_sandbox=settings.sandbox.insecure_no_sandbox,
                       start_timeout_s=settings.python.start_timeout_s)
 
