@@ -1,9 +1,16 @@
 """`toolserver bench`: a load generator that prints latency percentiles and throughput,
-side by side with the baseline of a fresh `python3 -c` process per call, in one run."""
+side by side with the baseline of a fresh `python3 -c` process per call, in one run.
+
+Unary mode: C callers, each sending one `Execute` after the other. Stream mode: one
+`ExecuteStream` that keeps C calls in flight, as an RL trainer batches its rollouts'
+calls. On a shared machine figures move from run to run: `--repeat` runs each level
+several times and prints the median run last.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import statistics
 import subprocess
 import sys
 import time
@@ -40,6 +47,7 @@ HEADER = f"{'run':<28} {'calls':>7} {'fail':>5} {'p50 ms':>8} {'p90 ms':>8} {'p9
 
 
 async def bench_server(target: str, code: str, calls: int, concurrency: int) -> BenchResult:
+    """C callers, each making unary Execute calls one after the other."""
     latencies: list[float] = []
     failures = 0
     counter = iter(range(calls))
@@ -62,6 +70,38 @@ async def bench_server(target: str, code: str, calls: int, concurrency: int) -> 
         await asyncio.gather(*(caller() for _ in range(concurrency)))
         seconds = time.perf_counter() - started
     return BenchResult(f"server c={concurrency}", calls, failures, seconds, latencies)
+
+
+async def bench_stream(target: str, code: str, calls: int, concurrency: int) -> BenchResult:
+    """One ExecuteStream with up to C calls in flight; latency from send to answer."""
+    latencies: list[float] = []
+    failures = 0
+    window = asyncio.Semaphore(concurrency)
+    sent_at: dict[str, float] = {}
+    async with AsyncToolClient(target) as client:
+        await client.run_python("1")
+
+        async def requests():
+            for i in range(calls):
+                await window.acquire()
+                request_id = str(i)
+                sent_at[request_id] = time.perf_counter()
+                yield python_request(code, request_id=request_id)
+
+        started = time.perf_counter()
+        answered = 0
+        try:
+            async for response in client.stub.ExecuteStream(requests(), timeout=max(60.0, calls / 10)):
+                latencies.append((time.perf_counter() - sent_at.pop(response.request_id)) * 1000)
+                answered += 1
+                if response.outcome != pb.OK:
+                    failures += 1
+                window.release()
+        except Exception:  # a broken stream: every unanswered call is a failure
+            pass
+        failures += calls - answered
+        seconds = time.perf_counter() - started
+    return BenchResult(f"stream c={concurrency}", calls, failures, seconds, latencies)
 
 
 def bench_fresh_process(code: str, calls: int, concurrency: int, python: str) -> BenchResult:
@@ -90,21 +130,36 @@ def bench_fresh_process(code: str, calls: int, concurrency: int, python: str) ->
     return BenchResult(f"fresh python3 -c c={concurrency}", calls, failures, seconds, latencies)
 
 
-def run_bench(target: str, code: str, calls: int, concurrency: list[int], baseline_calls: int,
-              python: str = sys.executable) -> list[BenchResult]:
+def median_run(runs: list[BenchResult]) -> BenchResult:
+    """The run whose throughput is the median of the runs."""
+    ordered = sorted(runs, key=lambda r: r.rate)
+    middle = ordered[(len(ordered) - 1) // 2]
+    return BenchResult(f"{middle.name} median", middle.calls, middle.failures, middle.seconds, middle.latencies_ms)
+
+
+def run_bench(target: str, code: str, calls: int, concurrency: list[int], baseline_calls: int, *,
+              stream: bool = False, repeat: int = 1, python: str = sys.executable) -> list[BenchResult]:
+    """Prints a row per run (and the median run per level when repeat > 1); returns
+    the rows that count: the median run of each level, then the baselines."""
+    kind = bench_stream if stream else bench_server
     results = []
-    print(f"snippet: {code!r}   target: {target}")
+    print(f"snippet: {code!r}   target: {target}   mode: {'ExecuteStream' if stream else 'unary Execute'}")
     print(HEADER)
     for c in concurrency:
-        result = asyncio.run(bench_server(target, code, calls, c))
-        print(result.row(), flush=True)
-        results.append(result)
+        runs = []
+        for _ in range(repeat):
+            runs.append(asyncio.run(kind(target, code, calls, c)))
+            print(runs[-1].row(), flush=True)
+        if repeat > 1:
+            runs = [median_run(runs)]
+            print(runs[0].row(), flush=True)
+        results.append(runs[0])
     if baseline_calls:
         for c in sorted({1, max(concurrency)}):
             result = bench_fresh_process(code, baseline_calls, c, python)
             print(result.row(), flush=True)
             results.append(result)
-        best_server = max(r.rate for r in results if r.name.startswith("server"))
+        best_server = max(r.rate for r in results if not r.name.startswith("fresh"))
         best_fresh = max(r.rate for r in results if r.name.startswith("fresh"))
         print(f"speed-up over a fresh process per call: {best_server / best_fresh:.1f}x "
               f"(best throughput {best_server:.0f} vs {best_fresh:.0f} calls/s)")

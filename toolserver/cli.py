@@ -43,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("-c", "--concurrency", default="1,8,16", help="comma-separated levels")
             command.add_argument("--baseline-calls", type=int, default=200,
                                  help="fresh-process calls for the baseline (0: skip)")
+            command.add_argument("--stream", action="store_true",
+                                 help="send the calls over one ExecuteStream with C in flight")
+            command.add_argument("--repeat", type=int, default=1,
+                                 help="runs per level; the median run is printed last")
 
     setup = sub.add_parser("setup-sandbox", help="create the sandbox slot users (root)")
     setup.add_argument("--config")
@@ -119,7 +123,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from toolserver.bench import run_bench
 
     levels = [int(level) for level in args.concurrency.split(",") if level]
-    results = run_bench(args.target, args.code, args.calls, levels, args.baseline_calls)
+    results = run_bench(args.target, args.code, args.calls, levels, args.baseline_calls,
+                        stream=args.stream, repeat=max(1, args.repeat))
     return 1 if any(r.failures for r in results) else 0
 
 
