@@ -25,6 +25,7 @@ from sandbox.slots import kill_slot_processes, running_as_root
 log = logging.getLogger(__name__)
 
 ZYGOTE_SOURCE = (Path(__file__).parent / "zygote.py").read_text()
+GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text()
 
 # Reads a 10-digit length and a JSON object {config, source} from fd 0 without
 # buffering past it, then runs the zygote source with its config.
@@ -47,12 +48,22 @@ class WorkerLost(Exception):
 
 
 @dataclass(frozen=True)
+class GuardPolicy:
+    """What a call's own code may import (top-level names) and what nobody in the call
+    may import; see sandbox/guard.py for what else the guard refuses."""
+
+    allowed: tuple[str, ...]
+    denied: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ZygoteSpec:
     """How to start a zygote: which interpreter, what it pre-imports, which jail."""
 
     interpreter: str
     preload: tuple[str, ...] = ()
     huge_pages: bool = True  # back the warm heap with 2 MB pages: cheaper fork and exit
+    guard: GuardPolicy | None = None  # None: no Python-level policy, the jail alone
     jail: JailPolicy = field(default_factory=JailPolicy)
     insecure_no_sandbox: bool = False
     start_timeout_s: float = 60.0
@@ -113,8 +124,13 @@ class Zygote:
         except OSError as exc:
             raise WorkerLost(f"cannot start the jail: {exc}") from exc
         self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
-        payload = json.dumps({"config": {"preload": list(self.spec.preload),
-                                         "huge_pages": self.spec.huge_pages}, "source": ZYGOTE_SOURCE}).encode()
+        payload = json.dumps({"config": {
+            "preload": list(self.spec.preload),
+            "huge_pages": self.spec.huge_pages,
+            "guard_source": GUARD_SOURCE,
+            "guard": None if self.spec.guard is None else {"allowed": list(self.spec.guard.allowed),
+                                                           "denied": list(self.spec.guard.denied)},
+        }, "source": ZYGOTE_SOURCE}).encode()
         try:
             assert self._process.stdin is not None
             self._process.stdin.write(b"%010d" % len(payload) + payload)

@@ -12,13 +12,16 @@ expression. The zygote enforces wall time with SIGKILL of the child's process gr
 then kills every other process of the jail's uid (double-forked daemons included) and
 wipes the writable scratch directory before it reads the next request.
 
+The call's import allow-list and denied actions are `sandbox/guard.py`, loaded from
+the config; the zygote holds no native-code handle once it is warm (ctypes is used
+only while it starts).
+
 What this does not protect against on its own: anything the jail around it does not
 stop. The child runs with the zygote's uid, so it can kill the zygote (the host then
 replaces the worker) or write a forged result frame about its own call.
 """
 
 import ast
-import ctypes
 import importlib
 import json
 import os
@@ -30,6 +33,7 @@ import struct
 import sys
 import time
 import traceback
+import types
 
 PR_SET_DUMPABLE = 4
 PR_SET_PDEATHSIG = 1
@@ -38,6 +42,7 @@ MADV_HUGEPAGE = 14
 MADV_COLLAPSE = 25  # Linux 6.1+; elsewhere madvise fails and nothing changes
 HUGE_PAGE = 2 << 20
 READ_CHUNK = 65536
+SCRATCH_POLL_S = 0.02  # how often a call's scratch usage is checked; it writes ~1 GB/s at most
 REAP_ROUNDS = 200
 
 
@@ -196,6 +201,9 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
         os.close(stdin_fd)
         sys.stdin = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
         set_limits(request, baseline_kb)
+        if GUARD_POLICY is not None:
+            GUARD.install_guard(GUARD_POLICY["allowed"], GUARD_POLICY["denied"],
+                                (os.environ.get("HOME", "/"), "/tmp", "/var/tmp", "/dev/shm"))
     except BaseException as exc:  # the child cannot start: report it as a crash
         os.write(result_w, json.dumps({"kind": "crashed", "error": f"child setup: {exc!r}"}).encode())
         os._exit(70)
@@ -222,6 +230,10 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
             result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
     except MemoryError:
         result = {"kind": "memory", "error": "MemoryError: memory limit reached"}
+        code = 1
+    except (GUARD.ImportDenied, GUARD.ActionDenied) as exc:
+        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next, limit=-20)
+        result = {"kind": "denied", "error": f"{type(exc).__name__}: {exc}"}
         code = 1
     except BaseException as exc:
         tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
@@ -335,7 +347,8 @@ def execute(child, request):
         os.set_blocking(fd, False)
     open_fds = set(captures)
     deadline = started + request["timeout_ms"] / 1000.0
-    timed_out = False
+    scratch_cap = request.get("max_scratch_mb", 0) << 20
+    timed_out = over_scratch = False
     status = None
     while open_fds or status is None:
         if not open_fds and captures[child.res_r].size:
@@ -344,8 +357,12 @@ def execute(child, request):
         if remaining <= 0:
             timed_out = True
             break
+        if scratch_cap and scratch_used() > scratch_cap:
+            over_scratch = True
+            break
         waiting = list(open_fds) + ([child.pidfd] if status is None else [])
-        readable, _, _ = select.select(waiting, [], [], remaining)
+        wait_s = min(remaining, SCRATCH_POLL_S) if scratch_cap else remaining
+        readable, _, _ = select.select(waiting, [], [], wait_s)
         for fd in readable:
             if fd != child.pidfd and not read_available(fd, captures[fd]):
                 open_fds.discard(fd)
@@ -355,7 +372,7 @@ def execute(child, request):
                 drain(fd, captures[fd])
             break
     elapsed = time.monotonic() - started
-    if timed_out:
+    if timed_out or over_scratch:
         try:
             os.killpg(child.pid, signal.SIGKILL)
         except OSError:
@@ -363,8 +380,22 @@ def execute(child, request):
         _, status = os.waitpid(child.pid, 0)
         for fd in list(open_fds):
             drain(fd, captures[fd])
+    if over_scratch:
+        return scratch_reply(request, elapsed, captures[child.out_r], captures[child.err_r])
     return classify(request, status, timed_out, elapsed,
                     captures[child.out_r], captures[child.err_r], captures[child.res_r])
+
+
+def scratch_used():
+    """Bytes in use on the scratch filesystem (the jail's private tmpfs home: RAM)."""
+    stats = os.statvfs(os.environ.get("HOME", "/"))
+    return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+
+
+def scratch_reply(request, elapsed, out, err):
+    return {"id": request["id"], "outcome": "ERROR", "stdout": out.text(), "stderr": err.text(),
+            "truncated": out.truncated or err.truncated, "elapsed_us": int(elapsed * 1e6), "exit_code": -9,
+            "value": "", "error": f"scratch space limit of {request['max_scratch_mb']} MB exceeded"}
 
 
 def clean_up(child):
@@ -417,6 +448,9 @@ def classify(request, status, timed_out, elapsed, out, err, res):
     elif result.get("kind") == "memory":
         reply["outcome"] = "MEMORY_LIMIT"
         reply["error"] = f"memory limit of {request['memory_mb']} MB exceeded"
+    elif result.get("kind") == "denied":
+        reply["outcome"] = "DENIED"
+        reply["error"] = str(result.get("error", "refused by the sandbox policy"))
     elif result.get("kind") == "crashed":
         reply["outcome"] = "CRASHED"
         reply["error"] = str(result.get("error", "child failed to start"))
@@ -431,7 +465,7 @@ def classify(request, status, timed_out, elapsed, out, err, res):
     return reply
 
 
-def collapse_heap_into_huge_pages(libc):
+def collapse_heap_into_huge_pages():
     """Backs the warm heap with 2 MB pages, so that each fork copies a few hundred page
     table entries instead of ~12,000 and each child's exit frees as few.
 
@@ -439,6 +473,9 @@ def collapse_heap_into_huge_pages(libc):
     copied (Linux 5.8+), so copy-on-write stays small. Best effort: returns the
     megabytes collapsed (0 where the kernel cannot).
     """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     collapsed = 0
     with open("/proc/self/maps") as maps:
@@ -469,11 +506,26 @@ def preload(modules):
     return loaded, failed
 
 
-def main(config):
+def harden_process():
+    """Dies with the jail, is not dumpable (no ptrace, no /proc/pid/mem of it), and
+    becomes the subreaper of everything its calls start."""
+    import ctypes
+
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def load_guard(source):
+    module = types.ModuleType("guard")
+    exec(compile(source, "guard", "exec"), module.__dict__)
+    return module
+
+
+def main(config):
+    global GUARD, GUARD_POLICY
+    harden_process()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     os.environ["TMPDIR"] = os.environ.get("HOME", "/")  # firejail drops TMPDIR
@@ -483,15 +535,20 @@ def main(config):
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
+    GUARD = load_guard(config["guard_source"])
+    GUARD_POLICY = config.get("guard")
     loaded, failed = preload(config.get("preload", []))
     import gc
 
     gc.collect()
+    huge_mb = collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
+    removed = GUARD.remove_denied_modules(frozenset(GUARD_POLICY["denied"])) if GUARD_POLICY else []
+    gc.collect()
     gc.freeze()
-    huge_mb = collapse_heap_into_huge_pages(libc) if config.get("huge_pages", True) else 0
     baseline_kb = vm_size_kb()
     send_frame(control_out, {"ready": True, "pid": os.getpid(), "uid": os.getuid(),
                              "preloaded": loaded, "preload_failed": failed, "huge_pages_mb": huge_mb,
+                             "guarded": GUARD_POLICY is not None, "modules_removed": len(removed),
                              "baseline_vm_kb": baseline_kb})
     child = Child(baseline_kb)
     while True:
@@ -503,4 +560,5 @@ def main(config):
         child = Child(baseline_kb)
 
 
+GUARD = GUARD_POLICY = None  # set by main from the config
 main(ZYGOTE_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up everything the server needs on a Debian machine; safe to run again.
-#   - Debian packages: firejail, python3-venv
+#   - Debian packages: firejail, openssl (the TLS tests make certificates), python3-venv
 #   - a virtual environment outside /root (the jail hides /root), with the package
 #   - the sandbox slot users (root only)
 set -euo pipefail
@@ -10,10 +10,11 @@ VENV="${TOOLSERVER_VENV:-/opt/toolserver/venv}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
 
-if ! command -v firejail >/dev/null 2>&1 || ! /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
-  echo "setup: installing firejail and python3-venv"
+if ! command -v firejail >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1 \
+   || ! /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+  echo "setup: installing firejail, openssl and python3-venv"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq firejail python3-venv python3-dev >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq firejail openssl python3-venv python3-dev >/dev/null
 fi
 
 if [ ! -x "$VENV/bin/python" ]; then

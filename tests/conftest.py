@@ -84,6 +84,21 @@ def server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def jail_server(tmp_path_factory):
+    """A server with the Python-level guard off: what its calls meet is the jail alone."""
+    running = RunningServer(tmp_path_factory.mktemp("jail"), first_slot=16, workers=2,
+                            config="[python]\nimport_guard = false\n")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def jail_client(jail_server):
+    with jail_server.client() as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
 def client(server):
     with server.client() as c:
         yield c

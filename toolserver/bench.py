@@ -46,12 +46,12 @@ class BenchResult:
 HEADER = f"{'run':<28} {'calls':>7} {'fail':>5} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'calls/s':>9}"
 
 
-async def bench_server(target: str, code: str, calls: int, concurrency: int) -> BenchResult:
+async def bench_server(target: str, code: str, calls: int, concurrency: int, **client_args) -> BenchResult:
     """C callers, each making unary Execute calls one after the other."""
     latencies: list[float] = []
     failures = 0
     counter = iter(range(calls))
-    async with AsyncToolClient(target) as client:
+    async with AsyncToolClient(target, **client_args) as client:
         await client.run_python("1")  # connect first: channel set-up is not a call's cost
 
         async def caller() -> None:
@@ -72,13 +72,13 @@ async def bench_server(target: str, code: str, calls: int, concurrency: int) -> 
     return BenchResult(f"server c={concurrency}", calls, failures, seconds, latencies)
 
 
-async def bench_stream(target: str, code: str, calls: int, concurrency: int) -> BenchResult:
+async def bench_stream(target: str, code: str, calls: int, concurrency: int, **client_args) -> BenchResult:
     """One ExecuteStream with up to C calls in flight; latency from send to answer."""
     latencies: list[float] = []
     failures = 0
     window = asyncio.Semaphore(concurrency)
     sent_at: dict[str, float] = {}
-    async with AsyncToolClient(target) as client:
+    async with AsyncToolClient(target, **client_args) as client:
         await client.run_python("1")
 
         async def requests():
@@ -91,7 +91,8 @@ async def bench_stream(target: str, code: str, calls: int, concurrency: int) -> 
         started = time.perf_counter()
         answered = 0
         try:
-            async for response in client.stub.ExecuteStream(requests(), timeout=max(60.0, calls / 10)):
+            async for response in client.stub.ExecuteStream(requests(), timeout=max(60.0, calls / 10),
+                                                              metadata=client.metadata):
                 latencies.append((time.perf_counter() - sent_at.pop(response.request_id)) * 1000)
                 answered += 1
                 if response.outcome != pb.OK:
@@ -138,9 +139,11 @@ def median_run(runs: list[BenchResult]) -> BenchResult:
 
 
 def run_bench(target: str, code: str, calls: int, concurrency: list[int], baseline_calls: int, *,
-              stream: bool = False, repeat: int = 1, python: str = sys.executable) -> list[BenchResult]:
+              stream: bool = False, repeat: int = 1, python: str = sys.executable,
+              **client_args) -> list[BenchResult]:
     """Prints a row per run (and the median run per level when repeat > 1); returns
-    the rows that count: the median run of each level, then the baselines."""
+    the rows that count: the median run of each level, then the baselines. client_args
+    (token, tls_ca, ...) go to the client."""
     kind = bench_stream if stream else bench_server
     results = []
     print(f"snippet: {code!r}   target: {target}   mode: {'ExecuteStream' if stream else 'unary Execute'}")
@@ -148,7 +151,7 @@ def run_bench(target: str, code: str, calls: int, concurrency: list[int], baseli
     for c in concurrency:
         runs = []
         for _ in range(repeat):
-            runs.append(asyncio.run(kind(target, code, calls, c)))
+            runs.append(asyncio.run(kind(target, code, calls, c, **client_args)))
             print(runs[-1].row(), flush=True)
         if repeat > 1:
             runs = [median_run(runs)]

@@ -22,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--config", help="TOML file overriding the embedded defaults")
     serve.add_argument("--workers", type=int, help="warm python workers")
+    serve.add_argument("--allow-open-bind", action="store_true",
+                       help="listen beyond loopback with no caller tokens and no mutual TLS")
     serve.add_argument("--insecure-no-sandbox", action="store_true",
                        help="run untrusted code WITHOUT firejail (development only; reported loudly)")
 
@@ -31,6 +33,11 @@ def build_parser() -> argparse.ArgumentParser:
                             ("bench", "load-test a server against the fresh-process baseline")):
         command = sub.add_parser(name, help=help_text)
         command.add_argument("--target", default="127.0.0.1:50051")
+        command.add_argument("--token", default=os.environ.get("TOOLSERVER_TOKEN"),
+                             help="bearer token (default: $TOOLSERVER_TOKEN)")
+        command.add_argument("--tls-ca", help="PEM CA bundle: connect with TLS")
+        command.add_argument("--tls-cert", help="PEM client certificate (mutual TLS)")
+        command.add_argument("--tls-key", help="PEM key of --tls-cert")
         if name == "call":
             command.add_argument("tool", choices=["python"])
             command.add_argument("code", help="the code; '-' reads it from stdin")
@@ -48,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--repeat", type=int, default=1,
                                  help="runs per level; the median run is printed last")
 
+    token = sub.add_parser("token", help="caller tokens")
+    token_sub = token.add_subparsers(dest="token_command", required=True)
+    new = token_sub.add_parser("new", help="make a token and print the policy-file lines that admit it")
+    new.add_argument("--name", required=True, help="the caller's name in the policy file")
+
     setup = sub.add_parser("setup-sandbox", help="create the sandbox slot users (root)")
     setup.add_argument("--config")
     return parser
@@ -63,16 +75,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         overrides["python.workers"] = args.workers
     if args.insecure_no_sandbox:
         overrides["sandbox.insecure_no_sandbox"] = True
+    if args.allow_open_bind:
+        overrides["auth.allow_open_bind"] = True
     settings = load_settings(args.config, **overrides)
     logging.basicConfig(level=settings.server.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # The server forks jails while gRPC threads run; gRPC's fork handlers then crash
     # the child before it can exec firejail. It must be off before grpc is imported.
     os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
-    from toolserver.server import serve
+    from toolserver.server import load_caller_policies, serve
 
+    load_caller_policies(settings)  # a bad policy file or an open bind fails before anything starts
     asyncio.run(serve(settings))
     return 0
+
+
+def client_args(args: argparse.Namespace) -> dict[str, str | None]:
+    return {"token": args.token, "tls_ca": args.tls_ca, "tls_cert": args.tls_cert, "tls_key": args.tls_key}
 
 
 def cmd_call(args: argparse.Namespace) -> int:
@@ -82,7 +101,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     from toolserver.v1 import toolserver_pb2 as pb
 
     code = sys.stdin.read() if args.code == "-" else args.code
-    with ToolClient(args.target) as client:
+    with ToolClient(args.target, **client_args(args)) as client:
         try:
             response = client.run_python(code, stdin=args.stdin, timeout_ms=args.timeout_ms)
         except ToolServerError as exc:
@@ -104,7 +123,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     from toolserver.client import ToolClient
     from toolserver.tools import openai_function
 
-    with ToolClient(args.target) as client:
+    with ToolClient(args.target, **client_args(args)) as client:
         print(json.dumps([openai_function(spec) for spec in client.list_tools()], indent=2))
     return 0
 
@@ -114,7 +133,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     from toolserver.client import ToolClient
 
-    with ToolClient(args.target) as client:
+    with ToolClient(args.target, **client_args(args)) as client:
         print(json.dumps(MessageToDict(client.server_info(), preserving_proto_field_name=True), indent=2))
     return 0
 
@@ -124,8 +143,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     levels = [int(level) for level in args.concurrency.split(",") if level]
     results = run_bench(args.target, args.code, args.calls, levels, args.baseline_calls,
-                        stream=args.stream, repeat=max(1, args.repeat))
+                        stream=args.stream, repeat=max(1, args.repeat), **client_args(args))
     return 1 if any(r.failures for r in results) else 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    """Prints a new token once; the policy file keeps only its SHA-256."""
+    import secrets
+
+    from toolserver.policy import token_hash
+
+    token = "ts_" + secrets.token_urlsafe(32)
+    print(f"token (give it to the caller; it is not stored anywhere): {token}", file=sys.stderr)
+    print(f'[callers.{args.name}]\ntoken_sha256 = "{token_hash(token)}"\ntools = ["python"]')
+    return 0
 
 
 def cmd_setup_sandbox(args: argparse.Namespace) -> int:
@@ -145,7 +176,7 @@ def cmd_setup_sandbox(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"serve": cmd_serve, "call": cmd_call, "tools": cmd_tools, "info": cmd_info,
-            "bench": cmd_bench, "setup-sandbox": cmd_setup_sandbox}
+            "bench": cmd_bench, "token": cmd_token, "setup-sandbox": cmd_setup_sandbox}
 
 
 def main(argv: list[str] | None = None) -> int:

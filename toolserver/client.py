@@ -3,12 +3,14 @@
 `ToolClient.run_python` makes one call; `ToolClient.run_many` sends many calls over
 one ExecuteStream and returns the responses in request order. Request failures raise
 a `ToolServerError` subclass per gRPC status; a failure of the code itself is not an
-exception: it is the response's `outcome`.
+exception: it is the response's `outcome`. `token` is sent as the bearer token of every
+call; `tls_ca` (and `tls_cert`/`tls_key` for mutual TLS) make the channel TLS.
 """
 
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import grpc
@@ -54,8 +56,12 @@ class FailedPrecondition(ToolServerError):
     code = grpc.StatusCode.FAILED_PRECONDITION
 
 
+class Unauthenticated(ToolServerError):
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
 ERRORS = {cls.code: cls for cls in (InvalidArgument, NotFound, PermissionDenied, ResourceExhausted,
-                                    Unavailable, DeadlineExceeded, FailedPrecondition)}
+                                    Unavailable, DeadlineExceeded, FailedPrecondition, Unauthenticated)}
 
 
 def error_from(exc: grpc.RpcError) -> ToolServerError:
@@ -64,10 +70,10 @@ def error_from(exc: grpc.RpcError) -> ToolServerError:
 
 
 def python_request(code: str, *, stdin: str = "", timeout_ms: int = 0, memory_mb: int = 0,
-                   max_output_bytes: int = 0, request_id: str = "") -> pb.ExecuteRequest:
+                   max_output_bytes: int = 0, request_id: str = "", session_id: str = "") -> pb.ExecuteRequest:
     return pb.ExecuteRequest(
         request_id=request_id or uuid.uuid4().hex,
-        python=pb.PythonCall(code=code, stdin=stdin),
+        python=pb.PythonCall(code=code, stdin=stdin, session_id=session_id),
         limits=pb.Limits(timeout_ms=timeout_ms, memory_mb=memory_mb, max_output_bytes=max_output_bytes),
     )
 
@@ -86,18 +92,34 @@ def _unique_ids(requests: Sequence[pb.ExecuteRequest]) -> None:
         raise ValueError("run_many needs a unique, non-empty request_id per request")
 
 
+def channel_credentials(tls_ca: str | None, tls_cert: str | None, tls_key: str | None) -> grpc.ChannelCredentials | None:
+    """TLS credentials from PEM files, or None for a plaintext channel."""
+    if not (tls_ca or tls_cert):
+        return None
+    read = lambda path: Path(path).read_bytes() if path else None  # noqa: E731
+    return grpc.ssl_channel_credentials(read(tls_ca), read(tls_key), read(tls_cert))
+
+
+def auth_metadata(token: str | None) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
 class ToolClient:
     """Blocking client. `target` is any gRPC target: host:port, dns:///name:port, ..."""
 
     def __init__(self, target: str = "127.0.0.1:50051", *, timeout_s: float = 60.0,
-                 options: Sequence[tuple[str, object]] = ()) -> None:
+                 options: Sequence[tuple[str, object]] = (), token: str | None = None,
+                 tls_ca: str | None = None, tls_cert: str | None = None, tls_key: str | None = None) -> None:
         self.timeout_s = timeout_s
-        self.channel = grpc.insecure_channel(target, options=list(options))
+        self.metadata = auth_metadata(token)
+        credentials = channel_credentials(tls_ca, tls_cert, tls_key)
+        self.channel = (grpc.insecure_channel(target, options=list(options)) if credentials is None
+                        else grpc.secure_channel(target, credentials, options=list(options)))
         self.stub = pb_grpc.ToolServerStub(self.channel)
 
     def execute(self, request: pb.ExecuteRequest, *, timeout_s: float | None = None) -> pb.ExecuteResponse:
         try:
-            return self.stub.Execute(request, timeout=timeout_s or self.timeout_s)
+            return self.stub.Execute(request, timeout=timeout_s or self.timeout_s, metadata=self.metadata)
         except grpc.RpcError as exc:
             raise error_from(exc) from None
 
@@ -108,20 +130,35 @@ class ToolClient:
     def run_many(self, requests: Sequence[pb.ExecuteRequest], *, timeout_s: float | None = None) -> list[pb.ExecuteResponse]:
         _unique_ids(requests)
         try:
-            responses = list(self.stub.ExecuteStream(iter(requests), timeout=timeout_s or self.timeout_s))
+            responses = list(self.stub.ExecuteStream(iter(requests), timeout=timeout_s or self.timeout_s,
+                                                     metadata=self.metadata))
         except grpc.RpcError as exc:
             raise error_from(exc) from None
         return _ordered(requests, responses)
 
     def list_tools(self) -> list[pb.ToolSpec]:
         try:
-            return list(self.stub.ListTools(pb.ListToolsRequest(), timeout=self.timeout_s).tools)
+            return list(self.stub.ListTools(pb.ListToolsRequest(), timeout=self.timeout_s, metadata=self.metadata).tools)
         except grpc.RpcError as exc:
             raise error_from(exc) from None
 
     def server_info(self) -> pb.ServerInfo:
         try:
-            return self.stub.GetServerInfo(pb.ServerInfoRequest(), timeout=self.timeout_s)
+            return self.stub.GetServerInfo(pb.ServerInfoRequest(), timeout=self.timeout_s, metadata=self.metadata)
+        except grpc.RpcError as exc:
+            raise error_from(exc) from None
+
+    def open_session(self) -> pb.Session:
+        try:
+            return self.stub.OpenSession(pb.OpenSessionRequest(), timeout=max(self.timeout_s, 120.0),
+                                         metadata=self.metadata)
+        except grpc.RpcError as exc:
+            raise error_from(exc) from None
+
+    def close_session(self, session_id: str) -> None:
+        try:
+            self.stub.CloseSession(pb.CloseSessionRequest(session_id=session_id), timeout=self.timeout_s,
+                                   metadata=self.metadata)
         except grpc.RpcError as exc:
             raise error_from(exc) from None
 
@@ -139,14 +176,18 @@ class AsyncToolClient:
     """asyncio client with the same verbs as ToolClient."""
 
     def __init__(self, target: str = "127.0.0.1:50051", *, timeout_s: float = 60.0,
-                 options: Sequence[tuple[str, object]] = ()) -> None:
+                 options: Sequence[tuple[str, object]] = (), token: str | None = None,
+                 tls_ca: str | None = None, tls_cert: str | None = None, tls_key: str | None = None) -> None:
         self.timeout_s = timeout_s
-        self.channel = grpc.aio.insecure_channel(target, options=list(options))
+        self.metadata = auth_metadata(token)
+        credentials = channel_credentials(tls_ca, tls_cert, tls_key)
+        self.channel = (grpc.aio.insecure_channel(target, options=list(options)) if credentials is None
+                        else grpc.aio.secure_channel(target, credentials, options=list(options)))
         self.stub = pb_grpc.ToolServerStub(self.channel)
 
     async def execute(self, request: pb.ExecuteRequest, *, timeout_s: float | None = None) -> pb.ExecuteResponse:
         try:
-            return await self.stub.Execute(request, timeout=timeout_s or self.timeout_s)
+            return await self.stub.Execute(request, timeout=timeout_s or self.timeout_s, metadata=self.metadata)
         except grpc.RpcError as exc:
             raise error_from(exc) from None
 
@@ -157,7 +198,7 @@ class AsyncToolClient:
     async def run_many(self, requests: Sequence[pb.ExecuteRequest], *, timeout_s: float | None = None) -> list[pb.ExecuteResponse]:
         _unique_ids(requests)
         try:
-            call = self.stub.ExecuteStream(iter(requests), timeout=timeout_s or self.timeout_s)
+            call = self.stub.ExecuteStream(iter(requests), timeout=timeout_s or self.timeout_s, metadata=self.metadata)
             responses = [response async for response in call]
         except grpc.RpcError as exc:
             raise error_from(exc) from None
@@ -165,7 +206,8 @@ class AsyncToolClient:
 
     async def list_tools(self) -> list[pb.ToolSpec]:
         try:
-            return list((await self.stub.ListTools(pb.ListToolsRequest(), timeout=self.timeout_s)).tools)
+            return list((await self.stub.ListTools(pb.ListToolsRequest(), timeout=self.timeout_s,
+                                                   metadata=self.metadata)).tools)
         except grpc.RpcError as exc:
             raise error_from(exc) from None
 

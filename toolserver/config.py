@@ -30,6 +30,8 @@ class CallLimits:
     max_processes: int = 32           # RLIMIT_NPROC for the call (threads count too)
     max_file_mb: int = 16             # RLIMIT_FSIZE: largest file a call may write
     max_open_files: int = 128         # RLIMIT_NOFILE
+    max_scratch_mb: int = 256         # scratch (a RAM-backed tmpfs) a call may fill; the
+                                      # zygote kills the call past it
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class DefaultLimits:
 class SandboxSettings:
     firejail: str = "firejail"
     user_prefix: str = "tsbox"        # slot users tsbox0..; made by `toolserver setup-sandbox`
-    slots: int = 32                   # slot users this server uses (workers + self-test + sessions)
+    slots: int = 40                   # slot users this server uses (workers + self-test + sessions)
     first_slot: int = 0               # index of its first slot user: servers sharing a host
                                       # must use disjoint ranges (each kills its slots' processes)
     scratch_root: str = "/var/lib/toolserver/scratch"
@@ -57,12 +59,40 @@ class SandboxSettings:
     self_test: bool = True             # run the jail probe at start-up (fail closed)
 
 
+ALLOWED_IMPORTS = (
+    # numbers and mathematics
+    "math", "cmath", "decimal", "fractions", "numbers", "random", "statistics", "sympy", "numpy", "mpmath",
+    "gmpy2", "scipy", "networkx",
+    # data structures and algorithms
+    "itertools", "functools", "operator", "collections", "heapq", "bisect", "array", "copy", "graphlib",
+    "dataclasses", "enum", "typing", "abc", "contextlib", "types", "weakref", "queue",
+    # text and data
+    "string", "re", "textwrap", "unicodedata", "difflib", "json", "csv", "base64", "binascii", "struct",
+    "hashlib", "hmac", "secrets", "zlib", "pprint", "reprlib", "io", "codecs",
+    # time, the interpreter, files in the call's scratch directory
+    "datetime", "calendar", "time", "timeit", "sys", "os", "pathlib", "tempfile", "warnings", "traceback",
+    "threading", "__future__",
+)
+DENIED_IMPORTS = (
+    # the network
+    "socket", "_socket", "ssl", "_ssl",
+    # other processes
+    "subprocess", "_posixsubprocess", "multiprocessing", "_multiprocessing", "pty",
+    # native code and raw memory
+    "ctypes", "_ctypes", "cffi", "_cffi_backend", "fcntl", "termios",
+)
+
+
 @dataclass(frozen=True)
 class PythonSettings:
     workers: int = 4                  # warm jailed zygotes
     interpreter: str = sys.executable  # must be visible inside the jail (not under /root)
     preload: tuple[str, ...] = ("sympy", "numpy", "mpmath", "fractions", "itertools", "math",
                                 "collections", "functools", "re", "json", "decimal", "statistics")
+    import_guard: bool = True         # the Python-level policy of sandbox/guard.py (the jail
+                                      # holds without it; it makes refusals clear: DENIED)
+    allowed_imports: tuple[str, ...] = ALLOWED_IMPORTS  # top-level modules a call's code may import
+    denied_imports: tuple[str, ...] = DENIED_IMPORTS    # modules nobody in a call may import
     huge_pages: bool = True           # collapse the warm heap into 2 MB pages (Linux 6.1+):
                                       # each fork and exit costs ~1.5 ms less
     max_queue: int = 1024             # calls waiting for a worker; past it RESOURCE_EXHAUSTED
@@ -87,11 +117,25 @@ class ServerSettings:
     max_stream_inflight: int = 256             # calls of one ExecuteStream running at once
     drain_timeout_s: float = 30.0              # SIGTERM: how long in-flight calls may finish
     log_level: str = "INFO"
+    tls_cert: str = ""                         # PEM certificate chain; with tls_key: serve TLS only
+    tls_key: str = ""                          # PEM private key of tls_cert
+    tls_client_ca: str = ""                    # PEM CA bundle: clients must present a certificate
+                                               # it signed (mutual TLS)
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    policy_file: str = ""             # TOML of [callers.NAME] policies (toolserver/policy.py);
+                                      # empty: no tokens, one open policy, loopback only
+    allow_open_bind: bool = False     # listen beyond loopback without tokens or mutual TLS
+                                      # (the CLI flag --allow-open-bind); anyone reaching the
+                                      # port may then run code
 
 
 @dataclass(frozen=True)
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
+    auth: AuthSettings = field(default_factory=AuthSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     python: PythonSettings = field(default_factory=PythonSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
@@ -112,6 +156,7 @@ class Settings:
             "limits.max_output_bytes": self.limits.max_output_bytes,
             "limits.max_processes": self.limits.max_processes, "limits.max_file_mb": self.limits.max_file_mb,
             "limits.max_open_files": self.limits.max_open_files,
+            "limits.max_scratch_mb": self.limits.max_scratch_mb,
             "defaults.timeout_ms": self.defaults.timeout_ms, "defaults.memory_mb": self.defaults.memory_mb,
             "defaults.max_output_bytes": self.defaults.max_output_bytes,
         }
@@ -142,6 +187,19 @@ class Settings:
         if Path(self.python.interpreter).resolve().is_relative_to("/root") and not self.sandbox.insecure_no_sandbox:
             raise ConfigError(f"python.interpreter {self.python.interpreter} lies under /root, which the "
                               "jail hides: use a virtual environment elsewhere (scripts/setup.sh makes one)")
+        if bool(self.server.tls_cert) != bool(self.server.tls_key):
+            raise ConfigError("server.tls_cert and server.tls_key go together")
+        if self.server.tls_client_ca and not self.server.tls_cert:
+            raise ConfigError("server.tls_client_ca needs server.tls_cert and server.tls_key")
+        clash = sorted(set(self.python.allowed_imports) & set(self.python.denied_imports))
+        if clash:
+            raise ConfigError(f"python.allowed_imports and python.denied_imports both name {', '.join(clash)}")
+        if self.python.import_guard:
+            unlisted = sorted({name.partition(".")[0] for name in self.python.preload}
+                              - set(self.python.allowed_imports))
+            if unlisted:
+                raise ConfigError(f"python.preload names modules that python.allowed_imports does not: "
+                                  f"{', '.join(unlisted)}")
         if self.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ConfigError("server.log_level must be DEBUG, INFO, WARNING or ERROR")
         return self

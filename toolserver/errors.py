@@ -19,6 +19,12 @@ class InvalidRequest(RequestError):
     code = grpc.StatusCode.INVALID_ARGUMENT
 
 
+class Unauthenticated(RequestError):
+    """No token, or one no policy knows."""
+
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
 class NotFound(RequestError):
     code = grpc.StatusCode.NOT_FOUND
 

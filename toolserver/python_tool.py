@@ -10,6 +10,7 @@ from typing import Any
 
 from toolserver.config import Settings
 from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
+from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.pool import WorkerPool
 from toolserver.sessions import SessionManager
 from toolserver.v1 import toolserver_pb2 as pb
@@ -18,16 +19,26 @@ OUTCOMES = {name: pb.Outcome.Value(name) for name in
             ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "DENIED", "CRASHED", "INVALID")}
 
 
-def effective_limits(requested: pb.Limits, settings: Settings) -> dict[str, int]:
-    """Each limit: the request's value, or the default when 0, never above the server's cap."""
-    caps, defaults = settings.limits, settings.defaults
+def effective_limits(requested: pb.Limits, settings: Settings, caller: CallerPolicy = OPEN_POLICY) -> dict[str, int]:
+    """Each limit: the request's value, or the default when 0, never above the server's
+    cap nor the caller's. Asking explicitly for more than the caller's policy grants is
+    refused (PermissionDenied); above the server's cap the value is capped."""
+    caller.check_limits({"timeout_ms": requested.timeout_ms, "memory_mb": requested.memory_mb,
+                         "max_output_bytes": requested.max_output_bytes})
+    caps, defaults, mine = settings.limits, settings.defaults, caller.caps()
+
+    def pick(name: str, asked: int) -> int:
+        value = min(asked or getattr(defaults, name), getattr(caps, name))
+        return min(value, mine[name]) if mine[name] else value
+
     return {
-        "timeout_ms": min(requested.timeout_ms or defaults.timeout_ms, caps.timeout_ms),
-        "memory_mb": min(requested.memory_mb or defaults.memory_mb, caps.memory_mb),
-        "max_output_bytes": min(requested.max_output_bytes or defaults.max_output_bytes, caps.max_output_bytes),
+        "timeout_ms": pick("timeout_ms", requested.timeout_ms),
+        "memory_mb": pick("memory_mb", requested.memory_mb),
+        "max_output_bytes": pick("max_output_bytes", requested.max_output_bytes),
         "max_processes": caps.max_processes,
         "max_file_mb": caps.max_file_mb,
         "max_open_files": caps.max_open_files,
+        "max_scratch_mb": caps.max_scratch_mb,
     }
 
 
@@ -56,13 +67,13 @@ class PythonExecutor:
         return self.sessions
 
     async def execute(self, call: pb.PythonCall, limits: pb.Limits, request_id: str, *,
-                      wait: bool = False) -> pb.ExecuteResponse:
+                      wait: bool = False, caller: CallerPolicy = OPEN_POLICY) -> pb.ExecuteResponse:
         if not call.code.strip():
             raise InvalidRequest("python.code is empty")
-        limits_now = effective_limits(limits, self.settings)
+        limits_now = effective_limits(limits, self.settings, caller)
         if call.session_id:
-            reply = await self.session_manager().execute(call.session_id, call.code, call.stdin,
-                                                limits_now["timeout_ms"], limits_now["max_output_bytes"])
+            reply = await self.session_manager().execute(call.session_id, caller.name, call.code, call.stdin,
+                                                         limits_now["timeout_ms"], limits_now["max_output_bytes"])
             return response_from_reply(request_id, reply)
         if self.pool is None:
             raise Unavailable("no python worker pool: the sandbox is not proven safe")

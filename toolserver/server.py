@@ -9,6 +9,7 @@ health turns NOT_SERVING, new calls get UNAVAILABLE, in-flight calls finish.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import signal
 from pathlib import Path
@@ -20,11 +21,12 @@ from grpc_reflection.v1alpha import reflection
 from sandbox.jail import JailPolicy, firejail_path
 from sandbox.selftest import failed, run_self_test
 from sandbox.slots import discover_slots
-from sandbox.worker import WorkerLost, ZygoteSpec
-from toolserver.config import Settings
+from sandbox.worker import GuardPolicy, WorkerLost, ZygoteSpec
+from toolserver.config import ConfigError, Settings
+from toolserver.policy import Policies, load_policies, validate_against_settings
 from toolserver.pool import WorkerPool
 from toolserver.python_tool import PythonExecutor
-from toolserver.service import ServerState, ToolServerService
+from toolserver.service import AuthInterceptor, ServerState, ToolServerService
 from toolserver.sessions import SessionManager
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
@@ -49,6 +51,8 @@ def zygote_spec(settings: Settings) -> ZygoteSpec:
     )
     return ZygoteSpec(interpreter=settings.python.interpreter, preload=settings.python.preload, jail=jail,
                       huge_pages=settings.python.huge_pages,
+                      guard=GuardPolicy(settings.python.allowed_imports, settings.python.denied_imports)
+                      if settings.python.import_guard else None,
                       insecure_no_sandbox=settings.sandbox.insecure_no_sandbox,
                       start_timeout_s=settings.python.start_timeout_s)
 
@@ -59,7 +63,8 @@ async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerStat
         state.reason = f"firejail not found ({spec.jail.firejail}); run scripts/setup.sh"
         return
     if settings.sandbox.self_test or spec.insecure_no_sandbox:
-        state.checks = await run_self_test(spec, probe_slot)
+        # The probe proves the jail alone: it forks, writes and spins, which the guard refuses.
+        state.checks = await run_self_test(dataclasses.replace(spec, guard=None), probe_slot)
         bad = failed(state.checks)
         state.sandbox_verified = not bad and not spec.insecure_no_sandbox
         if bad:
@@ -79,7 +84,42 @@ async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerStat
         log.error("refusing to run code: %s", state.reason)
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "[::1]", "localhost")
+
+
+def load_caller_policies(settings: Settings) -> Policies:
+    """The validated policies; refuses an open server beyond loopback. Raises ConfigError."""
+    policies = load_policies(settings.auth.policy_file or None)
+    validate_against_settings(policies, {"timeout_ms": settings.limits.timeout_ms,
+                                         "memory_mb": settings.limits.memory_mb,
+                                         "max_output_bytes": settings.limits.max_output_bytes})
+    authenticated = not policies.open or bool(settings.server.tls_client_ca)
+    if settings.server.host not in LOOPBACK_HOSTS and not authenticated and not settings.auth.allow_open_bind:
+        raise ConfigError(f"refusing to listen on {settings.server.host} with no caller tokens "
+                          "(auth.policy_file) and no mutual TLS (server.tls_client_ca): anyone reaching "
+                          "the port could run code. Pass --allow-open-bind to do it anyway.")
+    return policies
+
+
+def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
+    """TLS credentials from the configured PEM files, or None for plaintext."""
+    if not settings.server.tls_cert:
+        return None
+    try:
+        key = Path(settings.server.tls_key).read_bytes()
+        cert = Path(settings.server.tls_cert).read_bytes()
+        client_ca = Path(settings.server.tls_client_ca).read_bytes() if settings.server.tls_client_ca else None
+    except OSError as exc:
+        raise ConfigError(f"cannot read TLS file {exc.filename}: {exc.strerror}") from exc
+    return grpc.ssl_server_credentials([(key, cert)], root_certificates=client_ca,
+                                       require_client_auth=client_ca is not None)
+
+
 async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound_port: list[int] | None = None) -> None:
+    policies = load_caller_policies(settings)
+    credentials = server_credentials(settings)
+    if not policies.open and credentials is None and settings.server.host not in LOOPBACK_HOSTS:
+        log.warning("caller tokens travel in plaintext on %s: configure server.tls_cert", settings.server.host)
     state = ServerState()
     spec = zygote_spec(settings)
     slots = discover_slots(settings.sandbox.user_prefix, settings.sandbox.slots, Path(settings.sandbox.scratch_root),
@@ -111,26 +151,32 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
                                           memory_mb=settings.sessions.memory_mb,
                                           ipc_root=Path(settings.sandbox.ipc_root))
                 sessions.start()
-    service = ToolServerService(state, PythonExecutor(settings, pool, sessions), settings.server.max_stream_inflight)
+    service = ToolServerService(state, PythonExecutor(settings, pool, sessions), policies,
+                                settings.server.max_stream_inflight)
 
     options = [("grpc.max_receive_message_length", settings.server.max_message_bytes),
                ("grpc.max_send_message_length", settings.server.max_message_bytes),
                ("grpc.so_reuseport", 0)]
-    server = grpc.aio.server(options=options)
+    server = grpc.aio.server(options=options, interceptors=[AuthInterceptor(policies)])
     pb_grpc.add_ToolServerServicer_to_server(service, server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server)
     address = f"{settings.server.host}:{settings.server.port}"
-    port = server.add_insecure_port(address)
+    if credentials is None:
+        port = server.add_insecure_port(address)
+    else:
+        port = server.add_secure_port(address, credentials)
     if port == 0:
         raise OSError(f"cannot bind {address}")
     status = health_pb2.HealthCheckResponse.SERVING if state.serving else health_pb2.HealthCheckResponse.NOT_SERVING
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, status)
     await server.start()
-    log.info("listening on %s:%d (%s)", settings.server.host, port,
-             "serving" if state.serving else f"NOT serving: {state.reason}")
+    log.info("listening on %s:%d (%s; %s; %s)", settings.server.host, port,
+             "serving" if state.serving else f"NOT serving: {state.reason}",
+             "TLS" if credentials is not None else "plaintext",
+             "open to every caller" if policies.open else f"{len(policies.by_hash)} caller policies")
     if bound_port is not None:
         bound_port.append(port)
     stop = asyncio.Event()

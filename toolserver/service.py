@@ -2,25 +2,33 @@
 
 Request errors are mapped to gRPC status codes here and nowhere else; a failure of the
 caller's code is a normal response carrying its Outcome. On a stream, a bad message is
-answered with outcome INVALID and the stream goes on.
+answered with outcome INVALID and the stream goes on. Every call is made on behalf of
+a caller whose policy (`toolserver.policy`) decides which tools, indexes, headers and
+limits it gets; `AuthInterceptor` turns away callers without a known token first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 
 from sandbox.selftest import Check
 from toolserver import __version__, tools
-from toolserver.errors import InvalidRequest, RequestError, Unavailable, status_of
-from toolserver.python_tool import PythonExecutor
+from toolserver.errors import (Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable,
+                               status_of)
+from toolserver.policy import CallerPolicy, Policies
+from toolserver.python_tool import PythonExecutor, effective_limits
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
+
+SERVICE_PREFIX = "/" + pb.DESCRIPTOR.services_by_name["ToolServer"].full_name + "/"
 
 
 @dataclass
@@ -42,64 +50,132 @@ class ServerState:
             raise Unavailable(f"server is not serving: {self.reason}")
 
 
+class AuthInterceptor(grpc.aio.ServerInterceptor):
+    """Answers UNAUTHENTICATED to ToolServer calls without a known bearer token.
+
+    Health and reflection stay open, as load balancers and grpcurl need them."""
+
+    def __init__(self, policies: Policies) -> None:
+        self.policies = policies
+
+    async def intercept_service(self, continuation, handler_call_details):
+        if self.policies.open or not handler_call_details.method.startswith(SERVICE_PREFIX):
+            return await continuation(handler_call_details)
+        try:
+            self.policies.authenticate(handler_call_details.invocation_metadata)
+        except RequestError as exc:
+            return refusal(await continuation(handler_call_details), *status_of(exc))
+        return await continuation(handler_call_details)
+
+
+def refusal(handler: grpc.RpcMethodHandler, code: grpc.StatusCode, message: str) -> grpc.RpcMethodHandler:
+    """A handler of the same shape as handler that aborts with code."""
+
+    async def abort_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(code, message)
+
+    async def abort_stream(request: Any, context: grpc.aio.ServicerContext):
+        await context.abort(code, message)
+        yield  # pragma: no cover - makes this an async generator
+
+    if handler.request_streaming and handler.response_streaming:
+        return grpc.stream_stream_rpc_method_handler(abort_stream)
+    if handler.response_streaming:
+        return grpc.unary_stream_rpc_method_handler(abort_stream)
+    if handler.request_streaming:
+        return grpc.stream_unary_rpc_method_handler(abort_unary)
+    return grpc.unary_unary_rpc_method_handler(abort_unary)
+
+
 class ToolServerService(pb_grpc.ToolServerServicer):
-    def __init__(self, state: ServerState, python: PythonExecutor, stream_window: int) -> None:
+    def __init__(self, state: ServerState, python: PythonExecutor, policies: Policies, stream_window: int, *,
+                 search: Any = None, lean: Any = None) -> None:
         self.state = state
         self.python = python
+        self.search = search
+        self.lean = lean
+        self.policies = policies
         self.stream_window = stream_window
         self.idle = asyncio.Event()
         self.idle.set()
+        self.inflight_by_caller: collections.Counter[str] = collections.Counter()
 
-    async def _dispatch(self, request: pb.ExecuteRequest, *, stream: bool) -> pb.ExecuteResponse:
+    def caller(self, context: grpc.aio.ServicerContext) -> CallerPolicy:
+        return self.policies.authenticate(context.invocation_metadata())
+
+    async def _dispatch(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
         self.state.admit()
         kind = request.WhichOneof("call")
         if kind is None:
             raise InvalidRequest("request has no call: set one of python, search, lean, json")
         if kind == "json":
-            tool = request.json.tool
-            if tool == "python":
-                call = tools.python_call_from_json(request.json.arguments)
-                return await self.python.execute(call, request.limits, request.request_id, wait=stream)
-            if tool in tools.KNOWN_TOOLS:
-                raise tools.unavailable(tool)
-            raise InvalidRequest(f"unknown tool {tool!r}; ListTools says which exist")
-        if kind == "python":
-            return await self.python.execute(request.python, request.limits, request.request_id, wait=stream)
-        raise tools.unavailable(kind)
+            return await self._dispatch_json(request, caller, stream=stream)
+        call = getattr(request, kind)
+        return await self._run(kind, call, request, caller, stream=stream)
 
-    async def _tracked(self, request: pb.ExecuteRequest, *, stream: bool) -> pb.ExecuteResponse:
+    async def _dispatch_json(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
+        tool, arguments = request.json.tool, request.json.arguments
+        if tool == "python":
+            return await self._run("python", tools.python_call_from_json(arguments), request, caller, stream=stream)
+        if tool in tools.KNOWN_TOOLS:
+            executor = self._executor(tool, caller)
+            return await self._run(tool, executor.call_from_json(arguments), request, caller, stream=stream)
+        raise InvalidRequest(f"unknown tool {tool!r}; ListTools says which exist")
+
+    def _executor(self, tool: str, caller: CallerPolicy) -> Any:
+        caller.require_tool(tool)
+        executor = {"python": self.python, "search": self.search, "lean": self.lean}[tool]
+        if executor is None:
+            raise tools.unavailable(tool)
+        return executor
+
+    async def _run(self, tool: str, call: Any, request: pb.ExecuteRequest, caller: CallerPolicy, *,
+                   stream: bool) -> pb.ExecuteResponse:
+        executor = self._executor(tool, caller)
+        if tool == "python":
+            return await executor.execute(call, request.limits, request.request_id, wait=stream, caller=caller)
+        if tool == "search":
+            return await executor.search(call, request.request_id, caller.indexes)
+        timeout_ms = effective_limits(request.limits, self.python.settings, caller)["timeout_ms"]
+        return await executor.check(call, request.request_id, timeout_ms, caller.lean_headers)
+
+    async def _tracked(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
+        if caller.max_inflight and self.inflight_by_caller[caller.name] >= caller.max_inflight:
+            raise Exhausted(f"caller {caller.name!r} has {caller.max_inflight} calls in flight, "
+                            "the most its policy allows")
         self.state.inflight += 1
+        self.inflight_by_caller[caller.name] += 1
         self.idle.clear()
         try:
-            return await self._dispatch(request, stream=stream)
+            return await self._dispatch(request, caller, stream=stream)
         finally:
             self.state.inflight -= 1
+            self.inflight_by_caller[caller.name] -= 1
             if self.state.inflight == 0:
                 self.idle.set()
 
     async def Execute(self, request: pb.ExecuteRequest, context: grpc.aio.ServicerContext) -> pb.ExecuteResponse:
         try:
-            return await self._tracked(request, stream=False)
+            return await self._tracked(request, self.caller(context), stream=False)
         except RequestError as exc:
             code, message = status_of(exc)
             await context.abort(code, message)
         raise AssertionError("unreachable")
 
     async def ExecuteStream(self, request_iterator, context: grpc.aio.ServicerContext):
+        try:
+            caller = self.caller(context)
+        except RequestError as exc:
+            await context.abort(*status_of(exc))
         responses: asyncio.Queue[pb.ExecuteResponse | None] = asyncio.Queue()
         window = asyncio.Semaphore(self.stream_window)
         tasks: set[asyncio.Task[None]] = set()
 
         async def answer(request: pb.ExecuteRequest) -> None:
             try:
-                response = await self._tracked(request, stream=True)
+                response = await self._tracked(request, caller, stream=True)
             except RequestError as exc:
-                code, message = status_of(exc)
-                outcome = pb.INVALID if isinstance(exc, InvalidRequest) else pb.DENIED
-                if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
-                    outcome = pb.CRASHED
-                response = pb.ExecuteResponse(request_id=request.request_id, outcome=outcome,
-                                              error=f"{code.name}: {message}")
+                response = stream_refusal(request.request_id, exc)
             except Exception as exc:  # never lose a call on the stream
                 log.exception("stream call %s failed", request.request_id)
                 response = pb.ExecuteResponse(request_id=request.request_id, outcome=pb.CRASHED,
@@ -131,24 +207,42 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             reader.cancel()
 
     async def ListTools(self, request: pb.ListToolsRequest, context: grpc.aio.ServicerContext) -> pb.ListToolsResponse:
-        return pb.ListToolsResponse(tools=tools.list_tools())
+        try:
+            caller = self.caller(context)
+        except RequestError as exc:
+            await context.abort(*status_of(exc))
+        specs = []
+        if "python" in caller.tools:
+            specs.append(tools.PYTHON_TOOL)
+        if "search" in caller.tools and self.search is not None:
+            specs.append(self.search.tool_spec(caller.indexes))
+        if "lean" in caller.tools and self.lean is not None and self.lean.available:
+            specs.append(self.lean.tool_spec())
+        return pb.ListToolsResponse(tools=specs)
 
     async def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.aio.ServicerContext) -> pb.Session:
         try:
+            caller = self.caller(context)
+            caller.require_tool("python")
             self.state.admit()
-            session = await self.python.session_manager().open()
+            session = await self.python.session_manager().open(caller.name, caller.max_sessions)
         except RequestError as exc:
             await context.abort(*status_of(exc))
         return pb.Session(session_id=session.session_id, idle_timeout_s=session.idle_timeout_s)
 
     async def CloseSession(self, request: pb.CloseSessionRequest, context: grpc.aio.ServicerContext) -> pb.CloseSessionResponse:
         try:
-            await self.python.session_manager().close(request.session_id)
+            caller = self.caller(context)
+            await self.python.session_manager().close(request.session_id, caller.name)
         except RequestError as exc:
             await context.abort(*status_of(exc))
         return pb.CloseSessionResponse()
 
     async def GetServerInfo(self, request: pb.ServerInfoRequest, context: grpc.aio.ServicerContext) -> pb.ServerInfo:
+        try:
+            self.caller(context)
+        except RequestError as exc:
+            await context.abort(*status_of(exc))
         pool = self.python.pool
         state = self.state
         python_detail = "no worker pool"
@@ -156,12 +250,32 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             stats = pool.stats()
             python_detail = (f"{stats.size} workers, {stats.idle} idle, {stats.waiting} waiting, "
                              f"{stats.restarts} restarts, {stats.calls} calls")
+        statuses = [pb.ToolStatus(name="python", available=state.serving, detail=python_detail)]
+        for name, executor in (("search", self.search), ("lean", self.lean)):
+            if executor is None:
+                statuses.append(pb.ToolStatus(name=name, available=False, detail="not enabled"))
+            else:
+                statuses.append(pb.ToolStatus(name=name, available=getattr(executor, "available", True),
+                                              detail=executor.status()))
         return pb.ServerInfo(
             version=__version__, serving=state.serving and not state.draining,
             sandbox_verified=state.sandbox_verified, insecure=state.insecure, reason=state.reason,
             draining=state.draining,
             checks=[pb.SandboxCheck(name=c.name, ok=c.ok, detail=c.detail) for c in state.checks],
-            tools=[pb.ToolStatus(name="python", available=state.serving, detail=python_detail),
-                   pb.ToolStatus(name="search", available=False, detail="not enabled"),
-                   pb.ToolStatus(name="lean", available=False, detail="not enabled")],
+            tools=statuses,
         )
+
+
+def stream_refusal(request_id: str, error: RequestError) -> pb.ExecuteResponse:
+    """The response a stream gives for a request it refuses, its error starting with the
+    gRPC status a unary call would get: INVALID for a request that cannot be served as
+    asked (malformed, unknown session, tool not here), DENIED for one the caller's
+    policy refuses, CRASHED when the server could not take it (unavailable, full)."""
+    code, message = status_of(error)
+    if isinstance(error, (PermissionDenied, Unauthenticated)):
+        outcome = pb.DENIED
+    elif isinstance(error, (Unavailable, Exhausted)):
+        outcome = pb.CRASHED
+    else:
+        outcome = pb.INVALID
+    return pb.ExecuteResponse(request_id=request_id, outcome=outcome, error=f"{code.name}: {message}")

@@ -50,6 +50,7 @@ class KernelSession:
     process: asyncio.subprocess.Process
     client: AsyncKernelClient
     idle_timeout_s: int
+    owner: str = ""
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     closed: bool = False
@@ -97,30 +98,39 @@ class SessionManager:
         self.ipc_root = ipc_root
         self.sessions: dict[str, KernelSession] = {}
         self._opening = 0
+        self._opening_by: dict[str, int] = {}
         self._closed = False
         self._reaper: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
 
-    async def open(self) -> KernelSession:
+    async def open(self, owner: str = "", max_for_owner: int = 0) -> KernelSession:
+        """Starts a session for owner; max_for_owner > 0 caps how many owner may hold."""
         if self._closed:
             raise Unavailable("server is shutting down")
+        if max_for_owner and self._held_by(owner) >= max_for_owner:
+            raise Exhausted(f"caller {owner!r} holds {max_for_owner} sessions, the most its policy allows")
         if len(self.sessions) + self._opening >= self.max_sessions or not self.free_slots:
             raise Exhausted(f"session limit reached ({self.max_sessions} open)")
         slot = self.free_slots.pop()
         self._opening += 1
+        self._opening_by[owner] = self._opening_by.get(owner, 0) + 1
         try:
-            session = await self._start_kernel(slot)
+            session = await self._start_kernel(slot, owner)
         except BaseException:
             await self._release_slot(slot)
             raise
         finally:
             self._opening -= 1
+            self._opening_by[owner] -= 1
         self.sessions[session.session_id] = session
         return session
 
-    async def _start_kernel(self, slot: Slot) -> KernelSession:
+    def _held_by(self, owner: str) -> int:
+        return self._opening_by.get(owner, 0) + sum(1 for s in self.sessions.values() if s.owner == owner)
+
+    async def _start_kernel(self, slot: Slot, owner: str) -> KernelSession:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, prepare_scratch, slot)
         ipc = self.ipc_root / slot.name
@@ -140,7 +150,7 @@ class SessionManager:
         client.start_channels()
         # The kernel cannot have bound its sockets yet, so no handshake precedes this monitor.
         stdin_monitor = client.stdin_channel.socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
-        session = KernelSession(uuid.uuid4().hex, slot, process, client, self.idle_timeout_s)
+        session = KernelSession(uuid.uuid4().hex, slot, process, client, self.idle_timeout_s, owner)
         try:
             await asyncio.wait_for(self._wait_ready(session, stdin_monitor), self.start_timeout_s)
         except (asyncio.TimeoutError, RuntimeError) as exc:
@@ -178,17 +188,15 @@ class SessionManager:
             except Exception:  # queue.Empty from the client: not ready yet
                 continue
 
-    def get(self, session_id: str) -> KernelSession:
+    def get(self, session_id: str, owner: str = "") -> KernelSession:
+        """The owner's session; another caller's session is NOT_FOUND, as an unknown one."""
         session = self.sessions.get(session_id)
-        if session is None or not session.alive:
+        if session is None or not session.alive or session.owner != owner:
             raise NotFound(f"unknown or closed session {session_id!r}")
         return session
 
-    async def close(self, session_id: str) -> None:
-        session = self.sessions.pop(session_id, None)
-        if session is None:
-            raise NotFound(f"unknown or closed session {session_id!r}")
-        await self._kill(session)
+    async def close(self, session_id: str, owner: str = "") -> None:
+        await self._kill(self.get(session_id, owner))
 
     async def _kill(self, session: KernelSession) -> None:
         """Ends a session and frees its slot, once: close, a failed call and the
@@ -216,10 +224,10 @@ class SessionManager:
         await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, slot)
         self.free_slots.append(slot)
 
-    async def execute(self, session_id: str, code: str, stdin: str, timeout_ms: int,
+    async def execute(self, session_id: str, owner: str, code: str, stdin: str, timeout_ms: int,
                       max_output_bytes: int) -> dict[str, Any]:
-        """Runs code in the session; returns a reply shaped like a zygote's."""
-        session = self.get(session_id)
+        """Runs code in the owner's session; returns a reply shaped like a zygote's."""
+        session = self.get(session_id, owner)
         async with session.lock:  # the reaper leaves a locked session alone
             if not session.alive:
                 raise NotFound(f"session {session_id!r} was closed")

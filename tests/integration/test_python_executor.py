@@ -1,4 +1,7 @@
-"""The Python executor through gRPC: outcomes, limits, output, stdin, isolation between calls."""
+"""The Python executor through gRPC: outcomes, limits, output, stdin, isolation between calls.
+
+Tests of what the jail itself holds run on `jail_client`, a server with the Python-level
+guard off (the guard would refuse their fork, ctypes and socket calls first)."""
 
 from __future__ import annotations
 
@@ -53,8 +56,8 @@ def test_memory_limit(client):
     assert response.outcome == pb.MEMORY_LIMIT
 
 
-def test_segfault_is_crashed(client):
-    response = client.run_python("import ctypes\nctypes.string_at(0)")
+def test_segfault_is_crashed(jail_client):
+    response = jail_client.run_python("import ctypes\nctypes.string_at(0)")
     assert response.outcome == pb.CRASHED
     assert "SIGSEGV" in response.error
 
@@ -83,8 +86,8 @@ def test_sympy_is_preloaded(client):
     assert client.run_python("import sympy\nsympy.factorint(360)").python.value == "{2: 3, 3: 2, 5: 1}"
 
 
-def test_nothing_survives_a_call(client):
-    first = client.run_python(
+def test_nothing_survives_a_call(jail_client):
+    first = jail_client.run_python(
         "import os, sys, json\n"
         "open(os.path.join(os.environ['HOME'], 'left'), 'w').write('x')\n"
         "json.leftover = 1\n"
@@ -97,7 +100,7 @@ def test_nothing_survives_a_call(client):
     )
     assert first.outcome == pb.OK
     for _ in range(4):  # every worker
-        later = client.run_python(
+        later = jail_client.run_python(
             "import os, json\n"
             "mine = {1, os.getpid(), os.getppid()}\n"
             "(os.listdir(os.environ['HOME']), hasattr(json, 'leftover'),"
@@ -120,19 +123,19 @@ def test_writes_outside_scratch_fail(client):
     assert response.python.value == "[]"
 
 
-def test_no_network_and_not_root(client):
-    response = client.run_python("import os, socket\n(os.getuid() != 0, [n for _, n in socket.if_nameindex()])")
+def test_no_network_and_not_root(jail_client):
+    response = jail_client.run_python("import os, socket\n(os.getuid() != 0, [n for _, n in socket.if_nameindex()])")
     assert response.python.value == "(True, ['lo'])"
 
 
-def test_fork_bomb_is_contained(client):
-    response = client.run_python(
+def test_fork_bomb_is_contained(jail_client):
+    response = jail_client.run_python(
         "import os\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
         "            import time\n            time.sleep(30)\n        n += 1\nexcept OSError:\n    pass\nn < 100",
         timeout_ms=3000,
     )
     assert response.python.value == "True"
-    assert client.run_python("1 + 1").python.value == "2"
+    assert jail_client.run_python("1 + 1").python.value == "2"
 
 
 def test_large_code_and_large_output_cross_the_pipes_whole(client):

@@ -1,0 +1,188 @@
+"""Caller policies: who may call, which tools, indexes and Lean headers, how much.
+
+A caller presents a bearer token in the `authorization` metadata; its SHA-256 picks a
+`CallerPolicy` from the policy file. Tokens are never stored or logged, only their
+hashes (`toolserver token new` makes a token and prints the line for the file). With no
+policy file the server has one open policy for everyone, and `toolserver.server` then
+refuses to listen anywhere but loopback unless the operator says otherwise.
+
+The policy file (TOML), one table per caller:
+
+    [callers.trainer]
+    token_sha256 = "<64 hex digits>"
+    tools = ["python", "search"]     # of python, search, lean; sessions come with python
+    indexes = ["python-docs"]        # search indexes; absent: all the server serves
+    lean_headers = ["import Mathlib"]  # absent: all
+    max_timeout_ms = 10000           # absent or 0: the server's [limits]
+    max_memory_mb = 1024
+    max_output_bytes = 65536
+    max_inflight = 256               # calls in flight at once, streams included
+    max_sessions = 2                 # open Python sessions
+
+This module decides; it does not count calls (`toolserver.service` does, per caller).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from toolserver.config import ConfigError
+from toolserver.errors import PermissionDenied, Unauthenticated
+
+TOOLS = ("python", "search", "lean")
+HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+POLICY_KEYS = {"token_sha256", "tools", "indexes", "lean_headers", "max_timeout_ms", "max_memory_mb",
+               "max_output_bytes", "max_inflight", "max_sessions"}
+
+
+@dataclass(frozen=True)
+class CallerPolicy:
+    name: str
+    tools: frozenset[str]
+    indexes: frozenset[str] | None = None        # None: every index the server serves
+    lean_headers: frozenset[str] | None = None   # None: every header
+    max_timeout_ms: int = 0                      # 0: the server's cap
+    max_memory_mb: int = 0
+    max_output_bytes: int = 0
+    max_inflight: int = 0                        # 0: no cap of its own
+    max_sessions: int = 0                        # 0: no cap of its own
+
+    def require_tool(self, tool: str) -> None:
+        if tool not in self.tools:
+            raise PermissionDenied(f"caller {self.name!r} may not use the {tool} tool")
+
+    def require_index(self, index: str) -> None:
+        if self.indexes is not None and index not in self.indexes:
+            raise PermissionDenied(f"caller {self.name!r} may not search index {index!r}")
+
+    def require_header(self, header: str) -> None:
+        if self.lean_headers is not None and header not in self.lean_headers:
+            raise PermissionDenied(f"caller {self.name!r} may not use the Lean header {header!r}")
+
+    def caps(self) -> dict[str, int]:
+        """The policy's maxima by limit name (0: the server's cap applies)."""
+        return {"timeout_ms": self.max_timeout_ms, "memory_mb": self.max_memory_mb,
+                "max_output_bytes": self.max_output_bytes}
+
+    def check_limits(self, asked: dict[str, int]) -> None:
+        """Refuses a request that explicitly asks for more than this caller's policy grants."""
+        for name, cap in self.caps().items():
+            if cap and asked.get(name, 0) > cap:
+                raise PermissionDenied(f"limits.{name} {asked[name]} exceeds caller {self.name!r}'s maximum of {cap}")
+
+
+OPEN_POLICY = CallerPolicy(name="anonymous", tools=frozenset(TOOLS))
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class Policies:
+    """Every caller's policy, looked up by the hash of its token."""
+
+    def __init__(self, by_hash: dict[str, CallerPolicy]) -> None:
+        self.by_hash = by_hash
+
+    @property
+    def open(self) -> bool:
+        """No tokens configured: every caller gets OPEN_POLICY."""
+        return not self.by_hash
+
+    def authenticate(self, metadata: Iterable[tuple[str, Any]] | None) -> CallerPolicy:
+        """The policy of the caller presenting metadata; raises Unauthenticated."""
+        if self.open:
+            return OPEN_POLICY
+        header = ""
+        for key, value in metadata or ():
+            if key.lower() == "authorization":
+                header = value.decode() if isinstance(value, bytes) else str(value)
+                break
+        if not header:
+            raise Unauthenticated("missing bearer token: send metadata 'authorization: Bearer <token>'")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("malformed authorization metadata: expected 'Bearer <token>'")
+        digest = token_hash(token.strip())
+        for known, policy in self.by_hash.items():
+            if hmac.compare_digest(known, digest):
+                return policy
+        raise Unauthenticated("unknown bearer token")
+
+
+def load_policies(path: str | Path | None) -> Policies:
+    """Reads and validates the policy file; no path: the open policy. Raises ConfigError."""
+    if not path:
+        return Policies({})
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read policy file {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"policy file {path} is not valid TOML: {exc}") from exc
+    unknown = sorted(set(data) - {"callers"})
+    if unknown:
+        raise ConfigError(f"policy file {path}: unknown table(s) {', '.join(unknown)}; callers go in [callers.NAME]")
+    callers = data.get("callers", {})
+    if not isinstance(callers, dict) or not callers:
+        raise ConfigError(f"policy file {path} defines no [callers.NAME] table")
+    by_hash: dict[str, CallerPolicy] = {}
+    for name, table in callers.items():
+        policy, digest = _policy(name, table)
+        if digest in by_hash:
+            raise ConfigError(f"callers.{name}: the same token_sha256 as callers.{by_hash[digest].name}")
+        by_hash[digest] = policy
+    return Policies(by_hash)
+
+
+def _policy(name: str, table: Any) -> tuple[CallerPolicy, str]:
+    where = f"callers.{name}"
+    if not isinstance(table, dict):
+        raise ConfigError(f"[{where}] must be a table")
+    unknown = sorted(set(table) - POLICY_KEYS)
+    if unknown:
+        raise ConfigError(f"[{where}]: unknown key(s) {', '.join(unknown)}")
+    digest = table.get("token_sha256")
+    if not isinstance(digest, str) or not HEX_SHA256.match(digest):
+        raise ConfigError(f"{where}.token_sha256 must be 64 lowercase hex digits (`toolserver token new` makes one)")
+    tools = _names(table, "tools", where)
+    if tools is None or not tools:
+        raise ConfigError(f"{where}.tools must list at least one of {', '.join(TOOLS)}")
+    if tools - set(TOOLS):
+        raise ConfigError(f"{where}.tools: unknown tool(s) {', '.join(sorted(tools - set(TOOLS)))}")
+    numbers = {}
+    for key in ("max_timeout_ms", "max_memory_mb", "max_output_bytes", "max_inflight", "max_sessions"):
+        value = table.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConfigError(f"{where}.{key} must be a non-negative integer")
+        numbers[key] = value
+    if numbers["max_sessions"] and "python" not in tools:
+        raise ConfigError(f"{where}.max_sessions is set but the python tool is not granted")
+    policy = CallerPolicy(name=name, tools=frozenset(tools), indexes=_names(table, "indexes", where),
+                          lean_headers=_names(table, "lean_headers", where), **numbers)
+    return policy, digest
+
+
+def _names(table: dict[str, Any], key: str, where: str) -> frozenset[str] | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where}.{key} must be a list of strings")
+    return frozenset(value)
+
+
+def validate_against_settings(policies: Policies, caps: dict[str, int]) -> None:
+    """Refuses policies whose maxima exceed what the server itself allows."""
+    for policy in policies.by_hash.values():
+        for name, cap in policy.caps().items():
+            if cap > caps[name]:
+                raise ConfigError(f"callers.{policy.name}.max_{name.removeprefix('max_')} ({cap}) exceeds "
+                                  f"the server's limits.{name} ({caps[name]})")
