@@ -26,10 +26,9 @@ from toolserver.config import ConfigError, Settings
 from toolserver.policy import Policies, load_policies, validate_against_settings
 from toolserver.pool import WorkerPool
 from toolserver.python_tool import PythonExecutor
-from toolserver.service import AuthInterceptor, ServerState, ToolServerService
+from toolserver.service import AuthInterceptor, ServerState, ToolServerService, add_to_server
 from toolserver.sessions import SessionManager
 from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 
 log = logging.getLogger("toolserver")
 
@@ -158,7 +157,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
                ("grpc.max_send_message_length", settings.server.max_message_bytes),
                ("grpc.so_reuseport", 0)]
     server = grpc.aio.server(options=options, interceptors=[AuthInterceptor(policies)])
-    pb_grpc.add_ToolServerServicer_to_server(service, server)
+    add_to_server(service, server)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server)

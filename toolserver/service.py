@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from google.protobuf import message_factory
+from google.protobuf.message import DecodeError
 
 from sandbox.selftest import Check
 from toolserver import __version__, tools
@@ -87,6 +89,47 @@ def refusal(handler: grpc.RpcMethodHandler, code: grpc.StatusCode, message: str)
     return grpc.unary_unary_rpc_method_handler(abort_unary)
 
 
+@dataclass(frozen=True)
+class Undecodable:
+    """Stands for a request whose bytes are not a valid message: the servicer answers
+    INVALID_ARGUMENT (INVALID on a stream) instead of gRPC's UNKNOWN."""
+
+    message: str
+    reason: str
+
+
+def require_decoded(request: Any) -> None:
+    if isinstance(request, Undecodable):
+        raise InvalidRequest(f"request is not a valid {request.message}: {request.reason}")
+
+
+def tolerant_parser(message_class: Any):
+    def parse(data: bytes) -> Any:
+        try:
+            return message_class.FromString(data)
+        except DecodeError as exc:
+            return Undecodable(message_class.DESCRIPTOR.full_name, str(exc))
+    return parse
+
+
+def add_to_server(service: "ToolServerService", server: grpc.aio.Server) -> None:
+    """Registers the servicer like the generated add_ToolServerServicer_to_server, with
+    request parsers that turn undecodable bytes into `Undecodable`."""
+    descriptor = pb.DESCRIPTOR.services_by_name["ToolServer"]
+    handlers = {}
+    for method in descriptor.methods:
+        kind = {(False, False): grpc.unary_unary_rpc_method_handler,
+                (False, True): grpc.unary_stream_rpc_method_handler,
+                (True, False): grpc.stream_unary_rpc_method_handler,
+                (True, True): grpc.stream_stream_rpc_method_handler}[(method.client_streaming, method.server_streaming)]
+        handlers[method.name] = kind(
+            getattr(service, method.name),
+            request_deserializer=tolerant_parser(message_factory.GetMessageClass(method.input_type)),
+            response_serializer=message_factory.GetMessageClass(method.output_type).SerializeToString)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(descriptor.full_name, handlers),))
+    server.add_registered_method_handlers(descriptor.full_name, handlers)
+
+
 class ToolServerService(pb_grpc.ToolServerServicer):
     def __init__(self, state: ServerState, python: PythonExecutor, policies: Policies, stream_window: int, *,
                  search: Any = None, lean: Any = None) -> None:
@@ -140,6 +183,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         return await executor.check(call, request.request_id, timeout_ms, caller.lean_headers)
 
     async def _tracked(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
+        require_decoded(request)
         if caller.max_inflight and self.inflight_by_caller[caller.name] >= caller.max_inflight:
             raise Exhausted(f"caller {caller.name!r} has {caller.max_inflight} calls in flight, "
                             "the most its policy allows")
@@ -175,10 +219,10 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             try:
                 response = await self._tracked(request, caller, stream=True)
             except RequestError as exc:
-                response = stream_refusal(request.request_id, exc)
+                response = stream_refusal(getattr(request, "request_id", ""), exc)
             except Exception as exc:  # never lose a call on the stream
-                log.exception("stream call %s failed", request.request_id)
-                response = pb.ExecuteResponse(request_id=request.request_id, outcome=pb.CRASHED,
+                log.exception("stream call %s failed", getattr(request, "request_id", ""))
+                response = pb.ExecuteResponse(request_id=getattr(request, "request_id", ""), outcome=pb.CRASHED,
                                               error=f"INTERNAL: {type(exc).__name__}")
             finally:
                 window.release()
@@ -208,6 +252,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
 
     async def ListTools(self, request: pb.ListToolsRequest, context: grpc.aio.ServicerContext) -> pb.ListToolsResponse:
         try:
+            require_decoded(request)
             caller = self.caller(context)
         except RequestError as exc:
             await context.abort(*status_of(exc))
@@ -222,6 +267,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
 
     async def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.aio.ServicerContext) -> pb.Session:
         try:
+            require_decoded(request)
             caller = self.caller(context)
             caller.require_tool("python")
             self.state.admit()
@@ -232,6 +278,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
 
     async def CloseSession(self, request: pb.CloseSessionRequest, context: grpc.aio.ServicerContext) -> pb.CloseSessionResponse:
         try:
+            require_decoded(request)
             caller = self.caller(context)
             await self.python.session_manager().close(request.session_id, caller.name)
         except RequestError as exc:
@@ -240,6 +287,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
 
     async def GetServerInfo(self, request: pb.ServerInfoRequest, context: grpc.aio.ServicerContext) -> pb.ServerInfo:
         try:
+            require_decoded(request)
             self.caller(context)
         except RequestError as exc:
             await context.abort(*status_of(exc))

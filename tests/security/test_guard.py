@@ -1,0 +1,70 @@
+"""The import allow-list and denied actions against the known bypasses (guard on)."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolserver.v1 import toolserver_pb2 as pb
+
+from tests.security.test_attacks import still_serving
+
+BYPASSES = {
+    "import statement": "import socket",
+    "__import__": "__import__('subprocess')",
+    "importlib": "import importlib\nimportlib.import_module('ctypes')",
+    "importlib via sys.modules": "import sys\nsys.modules['importlib'].import_module('ctypes')",
+    "sys.modules lookup": "import sys\nsys.modules['ctypes'].CDLL(None)",
+    "builtins dict": "import builtins\nbuiltins.__dict__['__import__']('_socket')",
+    "restored builtin import": "import sys\nb = sys.modules['builtins']\nb.__import__ = sys.modules['importlib'].__import__\n"
+                               "import multiprocessing",
+    "module attribute of a library": "import numpy\nnumpy._core._internal.ctypes.CDLL(None)",
+    "module not on the allow-list": "import inspect",
+    "hand-built code object": "def f():\n    pass\nf.__code__.replace(co_code=b'\\x00' * 4)",
+    "code type constructor": ("import types\nc = (lambda: 0).__code__\n"
+                              "types.CodeType(c.co_argcount, c.co_posonlyargcount, c.co_kwonlyargcount, c.co_nlocals,"
+                              " c.co_stacksize, c.co_flags, c.co_code, c.co_consts, c.co_names, c.co_varnames,"
+                              " c.co_filename, c.co_name, c.co_qualname, c.co_firstlineno, c.co_linetable,"
+                              " c.co_exceptiontable)"),
+    "marshal of own bytes": "import sys\nsys.modules['marshal'].loads(b'\\xe3' + b'\\x00' * 40)",
+    "bytecode via the import system": "import sys\nsys.modules['_frozen_importlib_external']._compile_bytecode(b'\\xe3')",
+    "open /proc/self/mem": "open('/proc/self/mem', 'rb')",
+    "os.open /proc/<pid>/mem": "import os\nos.open(f'/proc/{os.getpid()}/mem', os.O_RDWR)",
+    "os.system": "import os\nos.system('id')",
+    "os.exec": "import os\nos.execv('/bin/sh', ['sh'])",
+    "os.posix_spawn": "import os\nos.posix_spawn('/bin/true', ['true'], {})",
+    "os.fork": "import os\nos.fork()",
+    "kill the worker": "import os\nos.kill(os.getppid(), 9)",
+    "gc object walk": "import sys\nsys.modules['gc'].get_objects()",
+    "subprocess class from subclasses": "[c for c in object.__subclasses__() if c.__name__ == 'Popen'][0](['id'])",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BYPASSES))
+def test_bypass_is_refused(client, name):
+    response = client.run_python(BYPASSES[name])
+    assert response.outcome in (pb.DENIED, pb.ERROR), (name, response)
+    assert response.outcome != pb.OK
+    if response.outcome == pb.ERROR:  # refused before the guard: the module is simply not there
+        assert response.error.startswith(("KeyError", "IndexError", "AttributeError")), response.error
+    still_serving(client)
+
+
+def test_denied_import_names_the_module(client):
+    response = client.run_python("import numpy\nimport socket")
+    assert response.outcome == pb.DENIED and "'socket'" in response.error
+    assert "ImportDenied" in response.stderr
+
+
+def test_caught_refusal_lets_the_code_go_on(client):
+    response = client.run_python("try:\n    import ctypes\nexcept ImportError:\n    ctypes = None\nctypes is None")
+    assert response.outcome == pb.OK and response.python.value == "True"
+
+
+def test_allowed_computation_is_untouched(client):
+    code = ("import sympy, numpy as np, mpmath, fractions, itertools, math, statistics, collections, re, json\n"
+            "x = sympy.Symbol('x')\n"
+            "(sympy.integrate(x**2, (x, 0, 3)), int(np.linalg.matrix_power(np.array([[1, 1], [1, 0]]), 10)[0, 0]),\n"
+            " str(mpmath.mpf(2) ** 0.5)[:6], math.comb(10, 3), statistics.mean([1, 2, 3]))")
+    response = client.run_python(code)
+    assert response.outcome == pb.OK, response.stderr
+    assert response.python.value == "(9, 89, '1.4142', 120, 2)"
