@@ -88,6 +88,7 @@ except OSError:
 made
 """
 SPIN = "while True:\n    pass"
+GUARD_PROBE = "import socket"
 
 
 @dataclass(frozen=True)
@@ -181,6 +182,13 @@ def judge_leftovers(reply: dict[str, Any]) -> Check:
     files, processes = ast.literal_eval(reply["value"])
     ok = not files and not processes
     return Check("nothing_survives_a_call", ok, "clean" if ok else f"files {files}, processes {processes}")
+
+
+def judge_guard(reply: dict[str, Any]) -> Check:
+    """A worker with the import guard on must refuse a denied import as DENIED."""
+    ok = reply.get("outcome") == "DENIED" and "socket" in str(reply.get("error"))
+    return Check("import_guard", ok, "import socket is DENIED" if ok else
+                 f"import socket gave {reply.get('outcome')}: {reply.get('error')}")
 
 
 def failed(checks: list[Check]) -> list[Check]:

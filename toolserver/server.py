@@ -19,7 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from sandbox.jail import JailPolicy, firejail_path
-from sandbox.selftest import failed, run_self_test
+from sandbox.selftest import GUARD_PROBE, failed, judge_guard, probe_request, run_self_test
 from sandbox.slots import discover_slots
 from sandbox.worker import GuardPolicy, WorkerLost, ZygoteSpec
 from toolserver.config import ConfigError, Settings
@@ -114,6 +114,18 @@ def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
                                        require_client_auth=client_ca is not None)
 
 
+async def verify_guard(pool: WorkerPool, state: ServerState) -> None:
+    """Proves on a real worker that the configured guard refuses a denied import; a guard
+    that is configured but does not work stops the server from serving."""
+    reply = await pool.run(probe_request("guard", GUARD_PROBE), wait=True)
+    check = judge_guard(reply)
+    state.checks.append(check)
+    if not check.ok:
+        state.serving = False
+        state.reason = f"sandbox self-test failed: {check.name} ({check.detail})"
+        log.error("refusing to run code: %s", state.reason)
+
+
 async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound_port: list[int] | None = None) -> None:
     policies = load_caller_policies(settings)
     credentials = server_credentials(settings)
@@ -138,6 +150,8 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
                               grace_s=settings.python.worker_grace_s, recycle_after=settings.python.recycle_after)
             try:
                 await pool.start()
+                if spec.guard is not None:
+                    await verify_guard(pool, state)
             except WorkerLost as exc:
                 state.serving = False
                 state.reason = f"no python worker could start: {exc}"
