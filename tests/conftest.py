@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -40,6 +41,8 @@ class RunningServer:
             config = config.replace("[sessions]\n", f"[sessions]\nmax_sessions = {sessions}\n")
         else:
             config += f"\n[sessions]\nmax_sessions = {sessions}\n"
+        if "[metrics]" not in config:
+            config += "\n[metrics]\nport = 0\n"  # any free port: servers run side by side
         path.write_text(config)
         cmd = [sys.executable, "-m", "toolserver", "serve", "--port", str(self.port), "--workers", str(workers),
                "--config", str(path), *args]
@@ -56,6 +59,11 @@ class RunningServer:
                 return
             time.sleep(0.1)
         raise RuntimeError(f"server did not start: {self.output()}")
+
+    def metrics_url(self) -> str:
+        match = re.search(r"metrics on (http://\S+)", self.output())
+        assert match, "the server did not report its metrics endpoint"
+        return match.group(1)
 
     def output(self) -> str:
         self.log.flush()

@@ -124,6 +124,13 @@ class ServerSettings:
 
 
 @dataclass(frozen=True)
+class MetricsSettings:
+    enabled: bool = True              # Prometheus metrics over HTTP (toolserver/metrics.py)
+    host: str = "127.0.0.1"           # scrapers beyond loopback: set the pod or host address
+    port: int = 9464                  # the port registered for Prometheus exporters' use
+
+
+@dataclass(frozen=True)
 class AuthSettings:
     policy_file: str = ""             # TOML of [callers.NAME] policies (toolserver/policy.py);
                                       # empty: no tokens, one open policy, loopback only
@@ -136,6 +143,7 @@ class AuthSettings:
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     python: PythonSettings = field(default_factory=PythonSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
@@ -163,6 +171,8 @@ class Settings:
         for name, value in positive.items():
             if value <= 0:
                 raise ConfigError(f"{name} must be positive, got {value}")
+        if not 0 <= self.metrics.port <= 65535:
+            raise ConfigError(f"metrics.port must be 0-65535 (0: any free port), got {self.metrics.port}")
         if self.server.port > 65535:
             raise ConfigError(f"server.port must be at most 65535, got {self.server.port}")
         if self.sessions.max_sessions < 0:

@@ -23,6 +23,7 @@ from sandbox.selftest import GUARD_PROBE, failed, judge_guard, probe_request, ru
 from sandbox.slots import discover_slots
 from sandbox.worker import GuardPolicy, WorkerLost, ZygoteSpec
 from toolserver.config import ConfigError, Settings
+from toolserver.metrics import ServerMetrics
 from toolserver.policy import Policies, load_policies, validate_against_settings
 from toolserver.pool import WorkerPool
 from toolserver.python_tool import PythonExecutor
@@ -164,8 +165,13 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
                                           memory_mb=settings.sessions.memory_mb,
                                           ipc_root=Path(settings.sandbox.ipc_root))
                 sessions.start()
+    metrics = ServerMetrics()
+    metrics.watch_pool(pool, sessions)
     service = ToolServerService(state, PythonExecutor(settings, pool, sessions), policies,
-                                settings.server.max_stream_inflight)
+                                settings.server.max_stream_inflight, metrics=metrics)
+    if settings.metrics.enabled:
+        metrics_port = metrics.serve(settings.metrics.host, settings.metrics.port)
+        log.info("metrics on http://%s:%d/metrics", settings.metrics.host, metrics_port)
 
     options = [("grpc.max_receive_message_length", settings.server.max_message_bytes),
                ("grpc.max_send_message_length", settings.server.max_message_bytes),

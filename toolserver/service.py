@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from sandbox.selftest import Check
 from toolserver import __version__, tools
 from toolserver.errors import (Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable,
                                status_of)
+from toolserver.metrics import ServerMetrics
 from toolserver.policy import CallerPolicy, Policies
 from toolserver.python_tool import PythonExecutor, effective_limits
 from toolserver.v1 import toolserver_pb2 as pb
@@ -132,7 +134,7 @@ def add_to_server(service: "ToolServerService", server: grpc.aio.Server) -> None
 
 class ToolServerService(pb_grpc.ToolServerServicer):
     def __init__(self, state: ServerState, python: PythonExecutor, policies: Policies, stream_window: int, *,
-                 search: Any = None, lean: Any = None) -> None:
+                 search: Any = None, lean: Any = None, metrics: ServerMetrics | None = None) -> None:
         self.state = state
         self.python = python
         self.search = search
@@ -142,6 +144,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         self.idle = asyncio.Event()
         self.idle.set()
         self.inflight_by_caller: collections.Counter[str] = collections.Counter()
+        self.metrics = metrics or ServerMetrics()
 
     def caller(self, context: grpc.aio.ServicerContext) -> CallerPolicy:
         return self.policies.authenticate(context.invocation_metadata())
@@ -183,18 +186,33 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         return await executor.check(call, request.request_id, timeout_ms, caller.lean_headers)
 
     async def _tracked(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
+        """Runs one call, counting it for the caller's in-flight cap and the metrics."""
+        started = time.monotonic()
+        try:
+            response = await self._counted(request, caller, stream=stream)
+        except RequestError as exc:
+            self.metrics.rejected.labels(status_of(exc)[0].name).inc()
+            raise
+        tool = tool_of(request)
+        self.metrics.calls.labels(tool, pb.Outcome.Name(response.outcome)).inc()
+        self.metrics.latency.labels(tool).observe(time.monotonic() - started)
+        return response
+
+    async def _counted(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
         require_decoded(request)
         if caller.max_inflight and self.inflight_by_caller[caller.name] >= caller.max_inflight:
             raise Exhausted(f"caller {caller.name!r} has {caller.max_inflight} calls in flight, "
                             "the most its policy allows")
         self.state.inflight += 1
         self.inflight_by_caller[caller.name] += 1
+        self.metrics.inflight.inc()
         self.idle.clear()
         try:
             return await self._dispatch(request, caller, stream=stream)
         finally:
             self.state.inflight -= 1
             self.inflight_by_caller[caller.name] -= 1
+            self.metrics.inflight.dec()
             if self.state.inflight == 0:
                 self.idle.set()
 
@@ -312,6 +330,11 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             checks=[pb.SandboxCheck(name=c.name, ok=c.ok, detail=c.detail) for c in state.checks],
             tools=statuses,
         )
+
+
+def tool_of(request: pb.ExecuteRequest) -> str:
+    kind = request.WhichOneof("call")
+    return request.json.tool if kind == "json" else kind or "none"
 
 
 def stream_refusal(request_id: str, error: RequestError) -> pb.ExecuteResponse:

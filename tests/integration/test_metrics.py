@@ -1,0 +1,39 @@
+"""Prometheus metrics of a real server, scraped over HTTP."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+
+from toolserver.client import InvalidArgument
+from toolserver.v1 import toolserver_pb2 as pb
+
+
+def scrape(server) -> dict[str, float]:
+    text = urllib.request.urlopen(server.metrics_url(), timeout=10).read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
+
+
+def test_calls_refusals_and_pools_are_counted(server, client):
+    before = scrape(server)
+    ok_key = 'toolserver_calls_total{outcome="OK",tool="python"}'
+    error_key = 'toolserver_calls_total{outcome="ERROR",tool="python"}'
+    rejected_key = 'toolserver_rejected_calls_total{reason="INVALID_ARGUMENT"}'
+    for _ in range(3):
+        assert client.run_python("1 + 1").outcome == pb.OK
+    assert client.run_python("1 / 0").outcome == pb.ERROR
+    with pytest.raises(InvalidArgument):
+        client.execute(pb.ExecuteRequest())
+    after = scrape(server)
+    assert after[ok_key] - before.get(ok_key, 0) >= 3
+    assert after[error_key] - before.get(error_key, 0) >= 1
+    assert after[rejected_key] - before.get(rejected_key, 0) >= 1
+    assert after['toolserver_call_seconds_count{tool="python"}'] >= 4
+    assert after["toolserver_python_workers_idle"] + after["toolserver_python_workers_busy"] == 2
+    assert "toolserver_sessions_open" in after and "toolserver_sandbox_restarts" in after

@@ -1,0 +1,50 @@
+"""Prometheus metrics of one server, served over HTTP for scraping.
+
+Counts calls by tool and outcome, their latency, refusals by status code, and samples
+the pools at scrape time (queue depth, busy and idle workers, restarts, open sessions).
+Each server has its own registry, so that several servers in one process (tests) do not
+collide. It measures; it decides nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class ServerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.calls = Counter("toolserver_calls", "Calls answered, by tool and outcome",
+                             ["tool", "outcome"], registry=self.registry)
+        self.latency = Histogram("toolserver_call_seconds", "Time from receiving a call to answering it",
+                                 ["tool"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.rejected = Counter("toolserver_rejected_calls", "Calls refused before running, by gRPC status",
+                                ["reason"], registry=self.registry)
+        self.inflight = Gauge("toolserver_calls_in_flight", "Calls being answered now", registry=self.registry)
+
+    def sample(self, name: str, documentation: str, read: Callable[[], float]) -> None:
+        """A gauge read from read() at each scrape."""
+        Gauge(name, documentation, registry=self.registry).set_function(read)
+
+    def watch_pool(self, pool: Any, sessions: Any) -> None:
+        """Gauges over the python pool's and the session manager's state."""
+        if pool is not None:
+            self.sample("toolserver_python_queue_depth", "Python calls waiting for a worker",
+                        lambda: pool.stats().waiting)
+            self.sample("toolserver_python_workers_idle", "Python workers waiting for a call",
+                        lambda: pool.stats().idle)
+            self.sample("toolserver_python_workers_busy", "Python workers running a call",
+                        lambda: pool.stats().size - pool.stats().idle)
+            self.sample("toolserver_sandbox_restarts", "Python workers replaced (lost, hung or recycled)",
+                        lambda: pool.stats().restarts)
+        if sessions is not None:
+            self.sample("toolserver_sessions_open", "Open Python sessions", lambda: len(sessions.sessions))
+
+    def serve(self, host: str, port: int) -> int:
+        """Starts the HTTP endpoint; returns the port it listens on."""
+        server, _ = start_http_server(port, addr=host, registry=self.registry)
+        return server.server_port
