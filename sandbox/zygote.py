@@ -348,6 +348,7 @@ def execute(child, request):
     open_fds = set(captures)
     deadline = started + request["timeout_ms"] / 1000.0
     scratch_cap = request.get("max_scratch_mb", 0) << 20
+    scratch_base = scratch_used() if scratch_cap else 0  # the jail's tmpfs starts empty; a shared disk does not
     timed_out = over_scratch = False
     status = None
     while open_fds or status is None:
@@ -357,7 +358,7 @@ def execute(child, request):
         if remaining <= 0:
             timed_out = True
             break
-        if scratch_cap and scratch_used() > scratch_cap:
+        if scratch_cap and scratch_used() - scratch_base > scratch_cap:
             over_scratch = True
             break
         waiting = list(open_fds) + ([child.pidfd] if status is None else [])
