@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Sets up everything the server needs on a Debian machine; safe to run again.
 #   - Debian packages: firejail, openssl (the TLS tests make certificates), python3-venv
-#   - a virtual environment outside /root (the jail hides /root), with the package
-#   - the sandbox slot users (root only)
+#   - a virtual environment outside /root (the jail hides /root), with the package and
+#     the extras in $TOOLSERVER_EXTRAS (default: dev; the tests add dense and trainer)
+#   - the sandbox slot users (root only) and the default search index
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TOOLSERVER_VENV:-/opt/toolserver/venv}"
+EXTRAS="${TOOLSERVER_EXTRAS:-dev}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
 
@@ -26,14 +28,15 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 STAMP="$VENV/.toolserver-install"
-WANT="$(cd "$ROOT" && sha256sum pyproject.toml | cut -d' ' -f1) $ROOT"
+WANT="$(cd "$ROOT" && sha256sum pyproject.toml | cut -d' ' -f1) $ROOT [$EXTRAS]"
 if [ ! -x "$VENV/bin/toolserver" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "setup: installing the package into $VENV"
-  "$VENV/bin/pip" install -q -e "$ROOT[dev]"
+  "$VENV/bin/pip" install -q -e "$ROOT[$EXTRAS]"
   echo "$WANT" > "$STAMP"
 fi
 
 if [ "$(id -u)" -eq 0 ]; then
   "$VENV/bin/toolserver" setup-sandbox
+  "$VENV/bin/toolserver" index default
 fi
 echo "setup: ready ($VENV)"

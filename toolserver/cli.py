@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     new = token_sub.add_parser("new", help="make a token and print the policy-file lines that admit it")
     new.add_argument("--name", required=True, help="the caller's name in the policy file")
 
+    from toolserver.search.cli import add_index_parser
+
+    add_index_parser(sub)
+
     setup = sub.add_parser("setup-sandbox", help="create the sandbox slot users (root)")
     setup.add_argument("--config")
     return parser
@@ -159,6 +163,12 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_index(args: argparse.Namespace) -> int:
+    from toolserver.search.cli import run_index_command
+
+    return run_index_command(args)
+
+
 def cmd_setup_sandbox(args: argparse.Namespace) -> int:
     from sandbox.slots import create_slot_users, running_as_root
 
@@ -176,7 +186,7 @@ def cmd_setup_sandbox(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"serve": cmd_serve, "call": cmd_call, "tools": cmd_tools, "info": cmd_info,
-            "bench": cmd_bench, "token": cmd_token, "setup-sandbox": cmd_setup_sandbox}
+            "bench": cmd_bench, "token": cmd_token, "index": cmd_index, "setup-sandbox": cmd_setup_sandbox}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolserver.search.settings import SearchSettings
+
 
 class ConfigError(ValueError):
     """The settings are invalid; the message names the field."""
@@ -144,6 +146,7 @@ class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    search: SearchSettings = field(default_factory=SearchSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     python: PythonSettings = field(default_factory=PythonSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
@@ -210,6 +213,7 @@ class Settings:
             if unlisted:
                 raise ConfigError(f"python.preload names modules that python.allowed_imports does not: "
                                   f"{', '.join(unlisted)}")
+        self.search.validate()
         if self.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ConfigError("server.log_level must be DEBUG, INFO, WARNING or ERROR")
         return self

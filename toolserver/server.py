@@ -27,6 +27,7 @@ from toolserver.metrics import ServerMetrics
 from toolserver.policy import Policies, load_policies, validate_against_settings
 from toolserver.pool import WorkerPool
 from toolserver.python_tool import PythonExecutor
+from toolserver.search.executor import SearchExecutor, ensure_default_index
 from toolserver.service import AuthInterceptor, ServerState, ToolServerService, add_to_server
 from toolserver.sessions import SessionManager
 from toolserver.v1 import toolserver_pb2 as pb
@@ -127,6 +128,20 @@ async def verify_guard(pool: WorkerPool, state: ServerState) -> None:
         log.error("refusing to run code: %s", state.reason)
 
 
+async def start_search(settings: Settings) -> SearchExecutor | None:
+    """The search executor over the served indexes, building the default index first when
+    it is missing; None (the tool unavailable, with the reason logged) when none loads."""
+    try:
+        if settings.search.build_default:
+            await asyncio.to_thread(ensure_default_index, settings.search)
+        search = await asyncio.to_thread(SearchExecutor.from_settings, settings.search)
+    except (OSError, ConfigError) as exc:
+        log.error("search tool unavailable: %s", exc)
+        return None
+    log.info("search: %s", search.status())
+    return search
+
+
 async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound_port: list[int] | None = None) -> None:
     policies = load_caller_policies(settings)
     credentials = server_credentials(settings)
@@ -165,10 +180,11 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
                                           memory_mb=settings.sessions.memory_mb,
                                           ipc_root=Path(settings.sandbox.ipc_root))
                 sessions.start()
+    search = await start_search(settings)
     metrics = ServerMetrics()
     metrics.watch_pool(pool, sessions)
     service = ToolServerService(state, PythonExecutor(settings, pool, sessions), policies,
-                                settings.server.max_stream_inflight, metrics=metrics)
+                                settings.server.max_stream_inflight, search=search, metrics=metrics)
     if settings.metrics.enabled:
         metrics_port = metrics.serve(settings.metrics.host, settings.metrics.port)
         log.info("metrics on http://%s:%d/metrics", settings.metrics.host, metrics_port)
@@ -220,4 +236,6 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
             await sessions.shutdown()
         if pool is not None:
             await pool.close()
+        if search is not None:
+            search.close()
         log.info("stopped")
