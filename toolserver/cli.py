@@ -1,16 +1,22 @@
-"""The `toolserver` command: serve, call, tools, info, bench, setup-sandbox."""
+"""The `toolserver` command: serve, call, tools, info, bench, index, token, setup-sandbox."""
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import json
-import logging
 import os
-import sys
-from pathlib import Path
 
-from toolserver.config import ConfigError, Settings, load_settings
+# The server forks jails while gRPC threads run; gRPC's fork handlers then crash the
+# child (SIGSEGV) before it can exec firejail. This must be set before anything imports
+# grpc, which the commands' modules do.
+os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
+
+import argparse  # noqa: E402
+import asyncio  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from toolserver.config import ConfigError, Settings, load_settings  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,9 +90,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = load_settings(args.config, **overrides)
     logging.basicConfig(level=settings.server.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # The server forks jails while gRPC threads run; gRPC's fork handlers then crash
-    # the child before it can exec firejail. It must be off before grpc is imported.
-    os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
     from toolserver.server import load_caller_policies, serve
 
     load_caller_policies(settings)  # a bad policy file or an open bind fails before anything starts

@@ -149,16 +149,18 @@ class SessionManager:
         client.load_connection_file()
         client.start_channels()
         # The kernel cannot have bound its sockets yet, so no handshake precedes this monitor.
-        stdin_monitor = client.stdin_channel.socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        stdin_socket = client.stdin_channel.socket
+        stdin_monitor = stdin_socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
         session = KernelSession(uuid.uuid4().hex, slot, process, client, self.idle_timeout_s, owner)
         try:
-            await asyncio.wait_for(self._wait_ready(session, stdin_monitor), self.start_timeout_s)
+            try:
+                await asyncio.wait_for(self._wait_ready(session, stdin_monitor), self.start_timeout_s)
+            finally:
+                stdin_socket.disable_monitor()
+                stdin_monitor.close(linger=0)
         except (asyncio.TimeoutError, RuntimeError) as exc:
             await self._stop_kernel(session)  # open() frees the slot
             raise Unavailable(f"session kernel did not start: {exc!r}") from exc
-        finally:
-            client.stdin_channel.socket.disable_monitor()
-            stdin_monitor.close(linger=0)
         return session
 
     async def _wait_ready(self, session: KernelSession, stdin_monitor: zmq.asyncio.Socket) -> None:

@@ -31,7 +31,7 @@ def test_contradicting_limits_are_rejected():
 
 def test_slots_must_cover_workers():
     with pytest.raises(ConfigError, match="sandbox.slots"):
-        load_settings(**{"python.workers": 40})
+        load_settings(**{"python.workers": 60})
 
 
 def test_request_limits_are_capped_and_defaulted():
@@ -40,3 +40,14 @@ def test_request_limits_are_capped_and_defaulted():
     assert limits["timeout_ms"] == settings.limits.timeout_ms
     assert limits["memory_mb"] == settings.defaults.memory_mb
     assert limits["max_output_bytes"] == 10
+
+
+def test_cli_turns_grpc_fork_support_off_before_grpc_loads():
+    import subprocess
+    import sys
+
+    probe = ("import sys, os\nimport toolserver.cli\n"
+             "print(os.environ['GRPC_ENABLE_FORK_SUPPORT'], 'grpc' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={"PATH": "/usr/bin:/bin"}).stdout.split()
+    assert out[0] == "false"
