@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolserver.lean.settings import LeanSettings
 from toolserver.search.settings import SearchSettings
 
 
@@ -49,7 +50,8 @@ class DefaultLimits:
 class SandboxSettings:
     firejail: str = "firejail"
     user_prefix: str = "tsbox"        # slot users tsbox0..; made by `toolserver setup-sandbox`
-    slots: int = 48                   # slot users this server uses (workers + self-test + sessions)
+    slots: int = 48                   # slot users this server uses: workers + self-test + sessions,
+                                      # then up to lean.max_repls Lean REPLs from what is left
     first_slot: int = 0               # index of its first slot user: servers sharing a host
                                       # must use disjoint ranges (each kills its slots' processes)
     scratch_root: str = "/var/lib/toolserver/scratch"
@@ -147,6 +149,7 @@ class Settings:
     auth: AuthSettings = field(default_factory=AuthSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
+    lean: LeanSettings = field(default_factory=LeanSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     python: PythonSettings = field(default_factory=PythonSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
@@ -214,6 +217,7 @@ class Settings:
                 raise ConfigError(f"python.preload names modules that python.allowed_imports does not: "
                                   f"{', '.join(unlisted)}")
         self.search.validate()
+        self.lean.validate()
         if self.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ConfigError("server.log_level must be DEBUG, INFO, WARNING or ERROR")
         return self

@@ -27,6 +27,7 @@ from toolserver.metrics import ServerMetrics
 from toolserver.policy import Policies, load_policies, validate_against_settings
 from toolserver.pool import WorkerPool
 from toolserver.python_tool import PythonExecutor
+from toolserver.lean.executor import LeanExecutor
 from toolserver.search.executor import SearchExecutor, ensure_default_index
 from toolserver.service import AuthInterceptor, ServerState, ToolServerService, add_to_server
 from toolserver.sessions import SessionManager
@@ -181,10 +182,13 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
                                           ipc_root=Path(settings.sandbox.ipc_root))
                 sessions.start()
     search = await start_search(settings)
+    lean = LeanExecutor(settings.lean, spec, slots[needed + settings.sessions.max_sessions:])
+    await lean.start()
     metrics = ServerMetrics()
     metrics.watch_pool(pool, sessions)
     service = ToolServerService(state, PythonExecutor(settings, pool, sessions), policies,
-                                settings.server.max_stream_inflight, search=search, metrics=metrics)
+                                settings.server.max_stream_inflight, search=search, lean=lean,
+                                metrics=metrics)
     if settings.metrics.enabled:
         metrics_port = metrics.serve(settings.metrics.host, settings.metrics.port)
         log.info("metrics on http://%s:%d/metrics", settings.metrics.host, metrics_port)
@@ -238,4 +242,5 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
             await pool.close()
         if search is not None:
             search.close()
+        await lean.close()
         log.info("stopped")

@@ -24,9 +24,10 @@ from sandbox.selftest import Check
 from toolserver import __version__, tools
 from toolserver.errors import (Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable,
                                status_of)
+from toolserver.lean.executor import LeanArguments
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import CallerPolicy, Policies
-from toolserver.python_tool import PythonExecutor, effective_limits
+from toolserver.python_tool import PythonExecutor
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 
@@ -182,8 +183,12 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             return await executor.execute(call, request.limits, request.request_id, wait=stream, caller=caller)
         if tool == "search":
             return await executor.search(call, request.request_id, caller.indexes)
-        timeout_ms = effective_limits(request.limits, self.python.settings, caller)["timeout_ms"]
-        return await executor.check(call, request.request_id, timeout_ms, caller.lean_headers)
+        arguments = call if isinstance(call, LeanArguments) else LeanArguments(call)
+        asked = request.limits.timeout_ms
+        caller.check_limits({"timeout_ms": asked})
+        timeout_ms = asked or min(executor.settings.default_timeout_ms, caller.max_timeout_ms or 2**31)
+        return await executor.check(arguments.call, request.request_id, timeout_ms, caller.lean_headers,
+                                    statement=arguments.statement)
 
     async def _tracked(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
         """Runs one call, counting it for the caller's in-flight cap and the metrics."""
@@ -279,8 +284,8 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             specs.append(tools.PYTHON_TOOL)
         if "search" in caller.tools and self.search is not None:
             specs.append(self.search.tool_spec(caller.indexes))
-        if "lean" in caller.tools and self.lean is not None and self.lean.available:
-            specs.append(self.lean.tool_spec())
+        if "lean" in caller.tools and self.lean is not None:
+            specs.append(self.lean.tool_spec())  # says when Lean is not installed here
         return pb.ListToolsResponse(tools=specs)
 
     async def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.aio.ServicerContext) -> pb.Session:

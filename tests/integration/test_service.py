@@ -52,9 +52,13 @@ def test_bad_json_arguments_are_invalid_argument(client):
         client.execute(pb.ExecuteRequest(json=pb.JsonCall(tool="python", arguments="[1]")))
 
 
-def test_disabled_tool_is_failed_precondition(client):
-    with pytest.raises(FailedPrecondition):
-        client.execute(pb.ExecuteRequest(search=pb.SearchCall(query="x")))
+def test_lean_without_a_toolchain_is_failed_precondition_and_says_how_to_install(client):
+    with pytest.raises(FailedPrecondition, match="(?i)install"):
+        client.execute(pb.ExecuteRequest(lean=pb.LeanCall(code="theorem t : 1 + 1 = 2 := rfl")))
+    tools = {tool.name: tool for tool in client.list_tools()}
+    assert "unavailable" in tools["lean"].description.lower()
+    lean_status = [t for t in client.server_info().tools if t.name == "lean"][0]
+    assert not lean_status.available and "not installed" in lean_status.detail
 
 
 def test_unknown_session_is_not_found(channel):

@@ -1,0 +1,1 @@
+"""Stand-ins for external programs the tests cannot install here (clearly not the real thing)."""
