@@ -1,0 +1,11 @@
+"""Multi-turn, tool-integrated RL (GRPO / GRPO-RoC) against the tool server.
+
+One job per module: `config` (every hyperparameter), `tokenizer` (bytes), `formats` (the
+ToRL and rStar2 tool protocols over token ids), `answers` (\\boxed{} and equality by
+value), `tool_runner` (batched calls on one ExecuteStream, with retry of infrastructure
+failures), `rewards` (rewards by name; code tests run on the server), `grpo` and `roc`
+(advantages, clipped loss, down-sampling), `rollout` (the multi-turn loop and the
+`Policy` interface), `policy_torch` (a small torch policy), `learner` (one RL step),
+`checkpoint`, `run_log` and `train` (a run with resume). The trainer reaches the server
+only through `toolserver.client`; it never runs the model's code itself.
+"""

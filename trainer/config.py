@@ -1,0 +1,99 @@
+"""Every hyperparameter of a training run, in one frozen dataclass with help text.
+
+Defaults name the paper they come from. The dataclass only holds and checks values
+(`validate`); it does not parse a command line or a file: field types are the ones the
+project's TOML loader supports (int, float, bool, str, tuple[str, ...]).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from toolserver.config import ConfigError
+from trainer.formats import FORMATS
+from trainer.rewards import REWARDS
+
+
+def _f(default: object, text: str) -> object:
+    """A field with its help text."""
+    return field(default=default, metadata={"help": text})
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    # the policy
+    model: str = _f("tiny", "The policy: 'tiny', the in-process torch transformer over bytes (the only backend so far).")
+    format: str = _f("torl", "Tool protocol: 'torl' (```python / ```output blocks, ToRL) or 'rstar2' (<tool_call> JSON, rStar2-Agent).")
+    temperature: float = _f(1.0, "Sampling temperature; 1.0 keeps logprobs those of the policy itself (GRPO, DeepSeekMath).")
+    torch_threads: int = _f(1, "torch intra-op threads, set explicitly: at the default count torch is 7-15x slower on a 2-core machine shared with the tool server.")
+    seed: int = _f(0, "Seed of sampling, data order and RoC down-sampling.")
+    # the server
+    server: str = _f("127.0.0.1:50051", "gRPC target of the tool server that runs every tool call and every code test.")
+    tool_timeout_ms: int = _f(5000, "Wall time of one tool call on the server.")
+    tool_memory_mb: int = _f(512, "Memory of one tool call on the server.")
+    rpc_timeout_s: float = _f(120.0, "Deadline of one batched ExecuteStream.")
+    # rollouts
+    max_tool_calls: int = _f(4, "Tool calls allowed per rollout; a call past it ends the rollout (ToRL uses 1-4).")
+    max_completion_tokens: int = _f(1024, "Token budget of a rollout after its prompt: generated plus observation tokens.")
+    max_observation_tokens: int = _f(256, "Tokens of one tool response kept in the context; longer output is truncated (ToRL truncates to 512 characters).")
+    # GRPO
+    prompts_per_step: int = _f(8, "Prompts per RL step.")
+    group_size: int = _f(8, "Rollouts kept per prompt, G (GRPO, DeepSeekMath).")
+    clip_low: float = _f(0.2, "Lower PPO clip range epsilon_low (DAPO clip-higher).")
+    clip_high: float = _f(0.28, "Upper PPO clip range epsilon_high (DAPO clip-higher).")
+    kl_coef: float = _f(0.0, "Weight of the k3 KL penalty to the reference policy; 0 turns it off (DAPO, Dr. GRPO).")
+    scale_by_std: bool = _f(True, "Divide group advantages by the group's std (GRPO); False as in Dr. GRPO.")
+    dynamic_sampling: bool = _f(False, "Drop groups whose rewards are all equal: they carry no gradient (DAPO).")
+    learning_rate: float = _f(1e-6, "AdamW learning rate (rStar2-Agent and DAPO use 1e-6).")
+    micro_batch_size: int = _f(8, "Sequences per forward/backward pass of an update; gradients accumulate, so it changes memory, not the loss.")
+    updates_per_step: int = _f(1, "Optimiser updates on each step's batch; 1 keeps the update on-policy.")
+    steps: int = _f(100, "RL steps to run.")
+    # GRPO-RoC
+    roc: bool = _f(True, "GRPO-RoC: oversample, then keep G rollouts preferring clean successes (rStar2-Agent).")
+    roc_oversample: int = _f(2, "RoC samples roc_oversample * G rollouts per prompt before down-sampling (2G in rStar2-Agent).")
+    roc_no_tool_penalty: float = _f(0.5, "RoC penalty of a success that used no tool (rStar2-Agent).")
+    roc_format_penalty: float = _f(1.0, "RoC penalty added to a success with a format error (a malformed tool call).")
+    # rewards
+    reward: str = _f("auto", "Reward by name: 'auto' (math for rows with an answer, code for rows with tests), 'math', 'code', 'code_partial'.")
+    reward_timeout_s: float = _f(5.0, "Hard timeout of one answer comparison, run off the main thread; a hung one scores 0 and is counted.")
+    partial_credit: bool = _f(False, "Code tasks: reward is the fraction of tests passed instead of all-or-nothing.")
+    # output
+    out_dir: str = _f("runs/latest", "Directory of metrics.jsonl, TensorBoard events, curves and checkpoints.")
+    checkpoint_every: int = _f(10, "Steps between safetensors checkpoints; 0 saves only at the end.")
+
+    def validate(self) -> None:
+        if self.format not in FORMATS:
+            raise ConfigError(f"format: {self.format!r} is not one of {sorted(FORMATS)}")
+        if self.reward not in REWARDS:
+            raise ConfigError(f"reward: {self.reward!r} is not one of {sorted(REWARDS)}")
+        positive = ("torch_threads", "tool_timeout_ms", "tool_memory_mb", "max_completion_tokens",
+                    "max_observation_tokens", "prompts_per_step", "group_size", "micro_batch_size",
+                    "updates_per_step", "steps", "roc_oversample")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
+        for name in ("rpc_timeout_s", "reward_timeout_s", "learning_rate"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name}: must be positive, got {getattr(self, name)}")
+        for name in ("max_tool_calls", "checkpoint_every", "kl_coef", "roc_no_tool_penalty", "roc_format_penalty"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}: must not be negative, got {getattr(self, name)}")
+        if not 0 < self.clip_low < 1:
+            raise ConfigError(f"clip_low: must lie in (0, 1), got {self.clip_low}")
+        if self.clip_high <= 0:
+            raise ConfigError(f"clip_high: must be positive, got {self.clip_high}")
+        if self.temperature <= 0:
+            raise ConfigError(f"temperature: must be positive, got {self.temperature}")
+        if self.max_observation_tokens >= self.max_completion_tokens:
+            raise ConfigError("max_observation_tokens: must be below max_completion_tokens")
+
+    @property
+    def rollouts_per_prompt(self) -> int:
+        """Rollouts sampled per prompt: G, or roc_oversample * G under RoC."""
+        return self.group_size * (self.roc_oversample if self.roc else 1)
+
+
+def help_text() -> dict[str, str]:
+    """Each field's help, for a command line or the README."""
+    return {f.name: f.metadata["help"] for f in dataclasses.fields(TrainerConfig)}

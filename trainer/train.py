@@ -1,0 +1,86 @@
+"""The training run: tasks in, a trained policy, `metrics.jsonl`, curves and checkpoints out.
+
+`train` builds the pieces from a `TrainerConfig` (the in-process torch policy and the
+byte tokenizer; other backends plug in behind `rollout.Policy` later), resumes from the
+newest checkpoint in `out_dir`, and runs `cfg.steps` steps with a progress bar. It does
+not parse a command line or start the tool server: the server must already be serving
+at `cfg.server`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from tqdm import tqdm
+
+from toolserver.client import AsyncToolClient
+from trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from trainer.config import TrainerConfig
+from trainer.formats import get_format
+from trainer.learner import Learner
+from trainer.policy_torch import default_model
+from trainer.rewards import AnswerChecker, RewardContext, Task, task_from_row
+from trainer.run_log import RunLog, plot_curves
+from trainer.tokenizer import ByteTokenizer
+from trainer.tool_runner import ToolRunner
+
+
+def load_tasks(path: str | Path) -> list[Task]:
+    """A JSONL file of {problem, answer} or {problem, tests} rows."""
+    lines = Path(path).read_text().splitlines()
+    return [task_from_row(json.loads(line)) for line in lines if line.strip()]
+
+
+def step_tasks(tasks: Sequence[Task], step: int, cfg: TrainerConfig) -> list[Task]:
+    """The prompts of a step: a function of (seed, step), so a resumed run sees the
+    same data it would have seen without stopping."""
+    rng = random.Random(cfg.seed * 1_000_003 + step)
+    return rng.sample(list(tasks), min(cfg.prompts_per_step, len(tasks)))
+
+
+async def train(cfg: TrainerConfig, tasks: Sequence[Task], *, progress: bool = True) -> list[dict[str, float]]:
+    """Runs steps until `cfg.steps`; returns the metrics of the steps it ran."""
+    cfg.validate()
+    if cfg.model != "tiny":
+        raise ValueError(f"model: only the in-process 'tiny' policy is available, not {cfg.model!r}")
+    torch.set_num_threads(cfg.torch_threads)
+    tokenizer = ByteTokenizer()
+    model = default_model(tokenizer.vocab_size, cfg.seed)
+    fmt = get_format(cfg.format)
+    out = Path(cfg.out_dir)
+    log = RunLog(out)
+    checker = AnswerChecker(cfg.reward_timeout_s)
+    ran: list[dict[str, float]] = []
+    try:
+        async with AsyncToolClient(cfg.server, timeout_s=cfg.rpc_timeout_s,
+                                   token=os.environ.get("TOOLSERVER_TOKEN")) as client:
+            runner = ToolRunner(client, timeout_ms=cfg.tool_timeout_ms, memory_mb=cfg.tool_memory_mb,
+                                rpc_timeout_s=cfg.rpc_timeout_s)
+            ctx = RewardContext(fmt, checker, runner, cfg.partial_credit)
+            learner = Learner(cfg, model, tokenizer, fmt, runner, ctx)
+            start = 0
+            latest = latest_checkpoint(out / "checkpoints")
+            if latest is not None:
+                start, _ = load_checkpoint(latest, model, learner.optimizer)
+            config_note = {"config": json.dumps(dataclasses.asdict(cfg))}
+            bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not progress)
+            for step in bar:
+                metrics = await learner.step(step_tasks(tasks, step, cfg))
+                metrics["tool/infra_errors_total"] = float(runner.stats.infra_errors)
+                log.log(step + 1, metrics)
+                ran.append(metrics)
+                bar.set_postfix(reward=f"{metrics['reward/mean']:.2f}", calls=f"{metrics['rollout/tool_calls']:.1f}")
+                done = step + 1
+                if done == cfg.steps or (cfg.checkpoint_every and done % cfg.checkpoint_every == 0):
+                    save_checkpoint(out / "checkpoints", done, model, learner.optimizer, config_note)
+    finally:
+        checker.close()
+        log.close()
+    plot_curves(log.path, out / "curves.png")
+    return ran
