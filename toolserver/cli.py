@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--config", help="TOML file overriding the embedded defaults")
     serve.add_argument("--workers", type=int, help="warm python workers")
+    serve.add_argument("--advertise", help="host:port other machines reach this replica at (sessions pin to it)")
     serve.add_argument("--allow-open-bind", action="store_true",
                        help="listen beyond loopback with no caller tokens and no mutual TLS")
     serve.add_argument("--insecure-no-sandbox", action="store_true",
@@ -87,6 +88,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         overrides["sandbox.insecure_no_sandbox"] = True
     if args.allow_open_bind:
         overrides["auth.allow_open_bind"] = True
+    if args.advertise:
+        overrides["server.advertise_address"] = args.advertise
     settings = load_settings(args.config, **overrides)
     logging.basicConfig(level=settings.server.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -50,7 +50,7 @@ class DefaultLimits:
 class SandboxSettings:
     firejail: str = "firejail"
     user_prefix: str = "tsbox"        # slot users tsbox0..; made by `toolserver setup-sandbox`
-    slots: int = 48                   # slot users this server uses: workers + self-test + sessions,
+    slots: int = 64                   # slot users this server uses: workers + self-test + sessions,
                                       # then up to lean.max_repls Lean REPLs from what is left
     first_slot: int = 0               # index of its first slot user: servers sharing a host
                                       # must use disjoint ranges (each kills its slots' processes)
@@ -117,6 +117,9 @@ class SessionSettings:
 class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 50051
+    advertise_address: str = ""                # "host:port" other machines reach this replica at
+                                               # (sessions are pinned to it); empty: host:port, or
+                                               # this machine's address when host is 0.0.0.0
     max_message_bytes: int = 4 * 1024 * 1024   # larger requests get RESOURCE_EXHAUSTED
     max_stream_inflight: int = 256             # calls of one ExecuteStream running at once
     drain_timeout_s: float = 30.0              # SIGTERM: how long in-flight calls may finish

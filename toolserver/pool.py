@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sandbox.jail import Slot
-from sandbox.slots import prepare_scratch
+from sandbox.slots import kill_slot_processes, prepare_scratch
 from sandbox.worker import WorkerLost, Zygote, ZygoteSpec
 from toolserver.errors import Exhausted, Unavailable
 
@@ -61,7 +61,9 @@ class WorkerPool:
             raise WorkerLost(f"no worker could start: {failures[0]}")
 
     async def _start_worker(self, slot: Slot) -> Zygote:
-        await asyncio.get_running_loop().run_in_executor(None, prepare_scratch, slot)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, kill_slot_processes, slot)  # what a crashed server left
+        await loop.run_in_executor(None, prepare_scratch, slot)
         worker = Zygote(self.spec, slot)
         try:
             await worker.start()

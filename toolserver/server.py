@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import logging
 import signal
+import socket
 from pathlib import Path
 
 import grpc
@@ -129,6 +130,20 @@ async def verify_guard(pool: WorkerPool, state: ServerState) -> None:
         log.error("refusing to run code: %s", state.reason)
 
 
+def advertised_address(settings: Settings, port: int) -> str:
+    """Where other machines reach this replica: the configured address, else host:port,
+    else (listening on every interface) this machine's address."""
+    if settings.server.advertise_address:
+        return settings.server.advertise_address
+    host = settings.server.host
+    if host in ("0.0.0.0", "::", "[::]", ""):
+        try:
+            host = socket.gethostbyname(socket.gethostname())
+        except OSError:
+            host = socket.gethostname()
+    return f"{host}:{port}"
+
+
 async def start_search(settings: Settings) -> SearchExecutor | None:
     """The search executor over the served indexes, building the default index first when
     it is missing; None (the tool unavailable, with the reason logged) when none loads."""
@@ -208,6 +223,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
         port = server.add_secure_port(address, credentials)
     if port == 0:
         raise OSError(f"cannot bind {address}")
+    service.replica = advertised_address(settings, port)
     status = health_pb2.HealthCheckResponse.SERVING if state.serving else health_pb2.HealthCheckResponse.NOT_SERVING
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, status)

@@ -34,6 +34,9 @@ from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 SERVICE_PREFIX = "/" + pb.DESCRIPTOR.services_by_name["ToolServer"].full_name + "/"
+# Trailing metadata of a refused call: nothing of it ran, so a client may retry it
+# elsewhere (a transport failure carries no such mark: the call may have run).
+NOT_STARTED = (("toolserver-not-started", "1"),)
 
 
 @dataclass
@@ -146,6 +149,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         self.idle.set()
         self.inflight_by_caller: collections.Counter[str] = collections.Counter()
         self.metrics = metrics or ServerMetrics()
+        self.replica = ""  # this replica's advertised address, set once the port is bound
 
     def caller(self, context: grpc.aio.ServicerContext) -> CallerPolicy:
         return self.policies.authenticate(context.invocation_metadata())
@@ -226,6 +230,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             return await self._tracked(request, self.caller(context), stream=False)
         except RequestError as exc:
             code, message = status_of(exc)
+            context.set_trailing_metadata(NOT_STARTED)
             await context.abort(code, message)
         raise AssertionError("unreachable")
 
@@ -297,7 +302,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             session = await self.python.session_manager().open(caller.name, caller.max_sessions)
         except RequestError as exc:
             await context.abort(*status_of(exc))
-        return pb.Session(session_id=session.session_id, idle_timeout_s=session.idle_timeout_s)
+        return pb.Session(session_id=session.session_id, idle_timeout_s=session.idle_timeout_s, replica=self.replica)
 
     async def CloseSession(self, request: pb.CloseSessionRequest, context: grpc.aio.ServicerContext) -> pb.CloseSessionResponse:
         try:

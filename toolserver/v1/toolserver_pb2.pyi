@@ -187,12 +187,14 @@ class OpenSessionRequest(_message.Message):
     def __init__(self, limits: _Optional[_Union[Limits, _Mapping]] = ...) -> None: ...
 
 class Session(_message.Message):
-    __slots__ = ("session_id", "idle_timeout_s")
+    __slots__ = ("session_id", "idle_timeout_s", "replica")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     IDLE_TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     idle_timeout_s: int
-    def __init__(self, session_id: _Optional[str] = ..., idle_timeout_s: _Optional[int] = ...) -> None: ...
+    replica: str
+    def __init__(self, session_id: _Optional[str] = ..., idle_timeout_s: _Optional[int] = ..., replica: _Optional[str] = ...) -> None: ...
 
 class CloseSessionRequest(_message.Message):
     __slots__ = ("session_id",)
