@@ -109,6 +109,8 @@ class SessionManager:
         """Starts a session for owner; max_for_owner > 0 caps how many owner may hold."""
         if self._closed:
             raise Unavailable("server is shutting down")
+        for dead in [s for s in self.sessions.values() if not s.alive and not s.lock.locked()]:
+            await self._kill(dead)  # a kernel that died holds no place under the caps
         if max_for_owner and self._held_by(owner) >= max_for_owner:
             raise Exhausted(f"caller {owner!r} holds {max_for_owner} sessions, the most its policy allows")
         if len(self.sessions) + self._opening >= self.max_sessions or not self.free_slots:

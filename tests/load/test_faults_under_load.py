@@ -1,0 +1,132 @@
+"""Faults injected under load: workers killed or stopped, a session kernel killed,
+clients that go away mid-call. Nothing may be lost and the server recovers by itself."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import signal
+import threading
+import time
+
+import grpc
+import pytest
+
+from sandbox.slots import processes_of_uid
+from toolserver.client import AsyncToolClient, NotFound, ToolServerError, python_request
+from toolserver.v1 import toolserver_pb2 as pb
+from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
+
+from tests.conftest import RunningServer
+from tests.integration.test_metrics import scrape
+
+FIRST_SLOT = 57
+WORKERS = 3
+
+
+@pytest.fixture(scope="module")
+def fault_server(tmp_path_factory):
+    running = RunningServer(tmp_path_factory.mktemp("faults"), first_slot=FIRST_SLOT, workers=WORKERS, sessions=1,
+                            config="[python]\nworker_grace_s = 2.0\n")
+    yield running
+    running.stop()
+
+
+def zygote_pids(slot_index: int) -> list[int]:
+    """The jailed interpreters (zygote and call) of a worker slot."""
+    uid = pwd.getpwnam(f"tsbox{slot_index}").pw_uid
+    pids = []
+    for pid in processes_of_uid(uid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if b"python" in handle.read().split(b"\0")[0]:
+                    pids.append(pid)
+        except OSError:
+            continue
+    return pids
+
+
+def wait_for_full_pool(client, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if f"{WORKERS} workers, {WORKERS} idle" in client.server_info().tools[0].detail:
+            return
+        time.sleep(0.2)
+    raise AssertionError(client.server_info().tools[0].detail)
+
+
+@pytest.mark.slow
+def test_workers_killed_and_stopped_under_load_lose_no_call(fault_server):
+    answers: list[int] = []
+    stop = threading.Event()
+
+    def caller() -> None:
+        with fault_server.client() as client:
+            while not stop.is_set():
+                answers.append(client.run_python("import time\ntime.sleep(0.02)\n6 * 7", timeout_ms=1000).outcome)
+
+    threads = [threading.Thread(target=caller) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1.5)
+    worker_slots = range(FIRST_SLOT + 1, FIRST_SLOT + 1 + WORKERS)
+    for slot_index in worker_slots:  # kill every worker's processes once
+        for pid in zygote_pids(slot_index):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+    stopped = zygote_pids(FIRST_SLOT + 1)  # and hang one worker: the pool must see it overrun
+    for pid in stopped:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(6)
+    stop.set()
+    for thread in threads:
+        thread.join(60)
+    assert answers and set(answers) <= {pb.OK, pb.CRASHED}, set(answers)
+    assert answers.count(pb.OK) > 10 * answers.count(pb.CRASHED)
+    with fault_server.client() as client:
+        wait_for_full_pool(client)
+        assert [client.run_python("1 + 1").python.value for _ in range(6)] == ["2"] * 6
+        assert scrape(fault_server)["toolserver_sandbox_restarts"] >= WORKERS
+
+
+def test_a_killed_kernel_ends_its_session_and_a_new_one_works(fault_server):
+    with fault_server.client() as client:
+        session = client.open_session()
+        client.run_python("x = 1", session_id=session.session_id)
+        kernel_uid = pwd.getpwnam(f"tsbox{FIRST_SLOT + 1 + WORKERS}").pw_uid
+        for pid in processes_of_uid(kernel_uid):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        try:
+            reply = client.run_python("x", session_id=session.session_id)
+            assert reply.outcome == pb.CRASHED
+        except NotFound:
+            pass
+        with pytest.raises(NotFound):
+            client.run_python("x", session_id=session.session_id)
+        fresh = client.open_session()
+        assert client.run_python("2 + 2", session_id=fresh.session_id).python.value == "4"
+        client.close_session(fresh.session_id)
+
+
+def test_clients_that_go_away_mid_call_leave_nothing_behind(fault_server):
+    async def impatient() -> None:
+        async with AsyncToolClient(fault_server.target) as client:
+            calls = [client.execute(python_request("import time\ntime.sleep(1)"), timeout_s=0.2) for _ in range(20)]
+            results = await asyncio.gather(*calls, return_exceptions=True)
+            assert all(isinstance(r, ToolServerError) for r in results)
+
+    asyncio.run(impatient())
+    with grpc.insecure_channel(fault_server.target) as channel:
+        stream = pb_grpc.ToolServerStub(channel).ExecuteStream(
+            iter([python_request("import time\ntime.sleep(1)", request_id=str(i)) for i in range(10)]), timeout=30)
+        time.sleep(0.3)  # the calls reach the workers, then the caller hangs up
+        stream.cancel()
+    with fault_server.client() as client:
+        wait_for_full_pool(client)
+        deadline = time.monotonic() + 30
+        while scrape(fault_server)["toolserver_calls_in_flight"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert scrape(fault_server)["toolserver_calls_in_flight"] == 0
+        assert client.run_python("3 * 3").python.value == "9"
