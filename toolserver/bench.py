@@ -10,7 +10,6 @@ several times and prints the median run last.
 from __future__ import annotations
 
 import asyncio
-import statistics
 import subprocess
 import sys
 import time

@@ -12,7 +12,6 @@ os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
 import argparse  # noqa: E402
 import asyncio  # noqa: E402
 import json  # noqa: E402
-import logging  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -91,8 +90,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.advertise:
         overrides["server.advertise_address"] = args.advertise
     settings = load_settings(args.config, **overrides)
-    logging.basicConfig(level=settings.server.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from toolserver.logs import configure_logging
+
+    configure_logging(settings.server.log_level, settings.server.log_format)
     from toolserver.server import load_caller_policies, serve
 
     load_caller_policies(settings)  # a bad policy file or an open bind fails before anything starts

@@ -123,7 +123,8 @@ class ServerSettings:
     max_message_bytes: int = 4 * 1024 * 1024   # larger requests get RESOURCE_EXHAUSTED
     max_stream_inflight: int = 256             # calls of one ExecuteStream running at once
     drain_timeout_s: float = 30.0              # SIGTERM: how long in-flight calls may finish
-    log_level: str = "INFO"
+    log_level: str = "INFO"                    # DEBUG adds a line per answered call
+    log_format: str = "text"                   # "json": one object a line, with request ids
     tls_cert: str = ""                         # PEM certificate chain; with tls_key: serve TLS only
     tls_key: str = ""                          # PEM private key of tls_cert
     tls_client_ca: str = ""                    # PEM CA bundle: clients must present a certificate
@@ -221,6 +222,8 @@ class Settings:
                                   f"{', '.join(unlisted)}")
         self.search.validate()
         self.lean.validate()
+        if self.server.log_format not in ("text", "json"):
+            raise ConfigError(f"server.log_format must be text or json, got {self.server.log_format!r}")
         if self.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ConfigError("server.log_level must be DEBUG, INFO, WARNING or ERROR")
         return self

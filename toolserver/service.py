@@ -197,14 +197,21 @@ class ToolServerService(pb_grpc.ToolServerServicer):
     async def _tracked(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
         """Runs one call, counting it for the caller's in-flight cap and the metrics."""
         started = time.monotonic()
+        tool = tool_of(request)
+        call = {"request_id": getattr(request, "request_id", ""), "tool": tool, "caller": caller.name}
         try:
             response = await self._counted(request, caller, stream=stream)
         except RequestError as exc:
-            self.metrics.rejected.labels(status_of(exc)[0].name).inc()
+            status = status_of(exc)[0].name
+            self.metrics.rejected.labels(status).inc()
+            log.info("refused: %s", exc, extra={**call, "status": status})
             raise
-        tool = tool_of(request)
-        self.metrics.calls.labels(tool, pb.Outcome.Name(response.outcome)).inc()
-        self.metrics.latency.labels(tool).observe(time.monotonic() - started)
+        outcome = pb.Outcome.Name(response.outcome)
+        elapsed = time.monotonic() - started
+        self.metrics.calls.labels(tool, outcome).inc()
+        self.metrics.latency.labels(tool).observe(elapsed)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("answered %s", outcome, extra={**call, "outcome": outcome, "elapsed_ms": round(elapsed * 1000, 2)})
         return response
 
     async def _counted(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:

@@ -37,3 +37,24 @@ def test_calls_refusals_and_pools_are_counted(server, client):
     assert after['toolserver_call_seconds_count{tool="python"}'] >= 4
     assert after["toolserver_python_workers_idle"] + after["toolserver_python_workers_busy"] == 2
     assert "toolserver_sessions_open" in after and "toolserver_sandbox_restarts" in after
+
+
+def test_json_logs_carry_request_ids(tmp_path):
+    import json
+
+    from tests.conftest import RunningServer
+
+    server = RunningServer(tmp_path, first_slot=45, workers=1,
+                           config='[server]\nlog_format = "json"\nlog_level = "DEBUG"\n')
+    try:
+        with server.client() as client:
+            client.execute(pb.ExecuteRequest(request_id="trace-me-42", python=pb.PythonCall(code="1")))
+            with pytest.raises(InvalidArgument):
+                client.execute(pb.ExecuteRequest(request_id="refuse-me-7"))
+        lines = [json.loads(line) for line in server.output().splitlines() if line.startswith("{")]
+    finally:
+        server.stop()
+    by_id = {entry.get("request_id"): entry for entry in lines}
+    assert by_id["trace-me-42"]["outcome"] == "OK" and by_id["trace-me-42"]["tool"] == "python"
+    assert by_id["refuse-me-7"]["status"] == "INVALID_ARGUMENT"
+    assert all({"time", "level", "logger", "message"} <= set(entry) for entry in lines)

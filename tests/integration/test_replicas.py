@@ -13,7 +13,6 @@ import pytest
 from sandbox.slots import discover_slots, kill_slot_processes
 
 from toolserver.client import ToolClient, ToolServerError
-from toolserver.v1 import toolserver_pb2 as pb
 
 from tests.conftest import RunningServer
 from tests.integration.test_metrics import scrape
