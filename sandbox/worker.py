@@ -93,14 +93,14 @@ async def spawn_jailed(spec: ZygoteSpec, slot: Slot, program: list[str], writabl
     )
 
 
-class Zygote:
-    """One warm, jailed interpreter that runs one call at a time."""
+class JailedProcess:
+    """A process tree in one slot's jail: whether it lives, the tail of its stderr, and
+    killing it with everything the slot's uid still runs."""
 
-    def __init__(self, spec: ZygoteSpec, slot: Slot) -> None:
-        self.spec = spec
+    label = "jailed process"
+
+    def __init__(self, slot: Slot) -> None:
         self.slot = slot
-        self.hello: dict[str, Any] = {}
-        self.calls = 0
         self._process: asyncio.subprocess.Process | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._stderr_task: asyncio.Task[None] | None = None
@@ -113,6 +113,48 @@ class Zygote:
     def stderr_tail(self) -> str:
         return "".join(self._stderr_tail)
 
+    def _watch_stderr(self) -> None:
+        self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
+
+    async def _drain_stderr(self) -> None:
+        assert self._process is not None and self._process.stderr is not None
+        while True:
+            line = await self._process.stderr.readline()
+            if not line:
+                return
+            text = line.decode("utf-8", errors="replace")
+            self._stderr_tail.append(text)
+            log.debug("%s %s: %s", self.label, self.slot.name, text.rstrip())
+
+    async def kill(self) -> None:
+        """Kills the whole jail and everything its uid still runs; idempotent."""
+        process = self._process
+        if process is not None and process.returncode is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except asyncio.TimeoutError:
+                log.error("%s %s (pid %d) did not exit after SIGKILL", self.label, self.slot.name, process.pid)
+        await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, self.slot)
+        if self._stderr_task is not None:
+            self._stderr_task.cancel()
+            self._stderr_task = None
+
+
+class Zygote(JailedProcess):
+    """One warm, jailed interpreter that runs one call at a time."""
+
+    label = "zygote"
+
+    def __init__(self, spec: ZygoteSpec, slot: Slot) -> None:
+        super().__init__(slot)
+        self.spec = spec
+        self.hello: dict[str, Any] = {}
+        self.calls = 0
+
     async def start(self) -> dict[str, Any]:
         """Starts the jail and waits for the zygote's hello; raises WorkerLost."""
         program = [self.spec.interpreter, "-I", "-c", BOOTSTRAP]
@@ -123,7 +165,7 @@ class Zygote:
             )
         except OSError as exc:
             raise WorkerLost(f"cannot start the jail: {exc}") from exc
-        self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
+        self._watch_stderr()
         payload = json.dumps({"config": {
             "preload": list(self.spec.preload),
             "huge_pages": self.spec.huge_pages,
@@ -177,30 +219,3 @@ class Zygote:
         if not isinstance(message, dict):
             raise WorkerLost("worker sent a frame that is not an object")
         return message
-
-    async def _drain_stderr(self) -> None:
-        assert self._process is not None and self._process.stderr is not None
-        while True:
-            line = await self._process.stderr.readline()
-            if not line:
-                return
-            text = line.decode("utf-8", errors="replace")
-            self._stderr_tail.append(text)
-            log.debug("zygote %s: %s", self.slot.name, text.rstrip())
-
-    async def kill(self) -> None:
-        """Kills the whole jail and everything its uid still runs; idempotent."""
-        process = self._process
-        if process is not None and process.returncode is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                await asyncio.wait_for(process.wait(), 10)
-            except asyncio.TimeoutError:
-                log.error("jail %s (pid %d) did not exit after SIGKILL", self.slot.name, process.pid)
-        await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, self.slot)
-        if self._stderr_task is not None:
-            self._stderr_task.cancel()
-            self._stderr_task = None

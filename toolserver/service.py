@@ -349,7 +349,9 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         )
 
 
-def tool_of(request: pb.ExecuteRequest) -> str:
+def tool_of(request: pb.ExecuteRequest | Undecodable) -> str:
+    if isinstance(request, Undecodable):
+        return "none"
     kind = request.WhichOneof("call")
     return request.json.tool if kind == "json" else kind or "none"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from toolserver.errors import InvalidRequest, ToolUnavailable
 from toolserver.v1 import toolserver_pb2 as pb
@@ -39,22 +40,29 @@ def openai_function(spec: pb.ToolSpec) -> dict:
                                              "parameters": json.loads(spec.parameters)}}
 
 
-def python_call_from_json(arguments: str) -> pb.PythonCall:
-    """Parses JsonCall arguments for the python tool; raises InvalidRequest."""
+def json_arguments(arguments: str, tool: str, kinds: dict[str, type], required: str) -> dict[str, Any]:
+    """JsonCall arguments as a dict whose keys and value types match kinds; raises
+    InvalidRequest naming what is wrong."""
     try:
         values = json.loads(arguments or "{}")
     except json.JSONDecodeError as exc:
         raise InvalidRequest(f"arguments are not valid JSON: {exc.msg} at position {exc.pos}") from exc
     if not isinstance(values, dict):
         raise InvalidRequest("arguments must be a JSON object")
-    unknown = sorted(set(values) - set(PYTHON_SCHEMA["properties"]))
+    unknown = sorted(set(values) - set(kinds))
     if unknown:
-        raise InvalidRequest(f"unknown argument(s) for python: {', '.join(unknown)}")
+        raise InvalidRequest(f"unknown argument(s) for {tool}: {', '.join(unknown)}")
     for name, value in values.items():
-        if not isinstance(value, str):
-            raise InvalidRequest(f"argument {name!r} must be a string")
-    if "code" not in values:
-        raise InvalidRequest("argument 'code' is required")
+        if isinstance(value, bool) or not isinstance(value, kinds[name]):
+            raise InvalidRequest(f"argument {name!r} must be {'a string' if kinds[name] is str else 'an integer'}")
+    if required not in values:
+        raise InvalidRequest(f"argument {required!r} is required")
+    return values
+
+
+def python_call_from_json(arguments: str) -> pb.PythonCall:
+    """Parses JsonCall arguments for the python tool; raises InvalidRequest."""
+    values = json_arguments(arguments, "python", dict.fromkeys(PYTHON_SCHEMA["properties"], str), "code")
     return pb.PythonCall(code=values["code"], stdin=values.get("stdin", ""), session_id=values.get("session_id", ""))
 
 

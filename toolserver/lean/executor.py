@@ -27,6 +27,7 @@ from toolserver.lean.header import HeaderError, SplitSource, parse_header, split
 from toolserver.lean.pool import ReplOutcome, ReplPool
 from toolserver.lean.repl import Toolchain
 from toolserver.lean.settings import LeanSettings
+from toolserver.tools import json_arguments
 from toolserver.v1 import toolserver_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -53,20 +54,7 @@ class LeanArguments:
 
 def lean_call_from_json(arguments: str) -> LeanArguments:
     """Parses JsonCall arguments for the lean tool; raises InvalidRequest."""
-    try:
-        values = json.loads(arguments or "{}")
-    except json.JSONDecodeError as exc:
-        raise InvalidRequest(f"arguments are not valid JSON: {exc.msg} at position {exc.pos}") from exc
-    if not isinstance(values, dict):
-        raise InvalidRequest("arguments must be a JSON object")
-    unknown = sorted(set(values) - set(ARGUMENTS))
-    if unknown:
-        raise InvalidRequest(f"unknown argument(s) for lean: {', '.join(unknown)}")
-    for name, value in values.items():
-        if not isinstance(value, str):
-            raise InvalidRequest(f"argument {name!r} must be a string")
-    if "code" not in values:
-        raise InvalidRequest("argument 'code' is required")
+    values = json_arguments(arguments, "lean", dict.fromkeys(ARGUMENTS, str), "code")
     return LeanArguments(pb.LeanCall(code=values["code"], header=values.get("header", "")),
                          values.get("statement", ""))
 

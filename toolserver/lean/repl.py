@@ -11,18 +11,15 @@ raises `ReplLost`; the caller then kills the REPL.
 from __future__ import annotations
 
 import asyncio
-import collections
 import json
 import logging
-import os
-import signal
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from sandbox.jail import Slot
-from sandbox.slots import kill_slot_processes, prepare_scratch
-from sandbox.worker import ZygoteSpec, spawn_jailed
+from sandbox.slots import prepare_scratch
+from sandbox.worker import JailedProcess, ZygoteSpec, spawn_jailed
 from toolserver.lean.header import Header
 
 log = logging.getLogger(__name__)
@@ -62,28 +59,19 @@ def has_errors(answer: dict[str, Any]) -> bool:
     return any(m.get("severity") == "error" for m in answer.get("messages") or () if isinstance(m, dict))
 
 
-class LeanRepl:
+class LeanRepl(JailedProcess):
     """One jailed REPL process with its header elaborated."""
 
+    label = "lean repl"
+
     def __init__(self, spec: ZygoteSpec, slot: Slot, toolchain: Toolchain, header: Header) -> None:
+        super().__init__(slot)
         self.spec = spec
-        self.slot = slot
         self.toolchain = toolchain
         self.header = header
         self.header_env: int | None = None
         self.uses = 0
         self.last_used = time.monotonic()
-        self._process: asyncio.subprocess.Process | None = None
-        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
-        self._stderr_task: asyncio.Task[None] | None = None
-
-    @property
-    def alive(self) -> bool:
-        return self._process is not None and self._process.returncode is None
-
-    @property
-    def stderr_tail(self) -> str:
-        return "".join(self._stderr_tail)
 
     def looks_out_of_memory(self) -> bool:
         tail = self.stderr_tail.lower()
@@ -104,7 +92,7 @@ class LeanRepl:
             )
         except OSError as exc:
             raise ReplLost(f"cannot start the Lean REPL: {exc}") from exc
-        self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
+        self._watch_stderr()
         try:
             answer = await self.send({"cmd": self.header.command}, timeout_s)
         except ReplLost as exc:
@@ -170,33 +158,6 @@ class LeanRepl:
             except (TimeoutError, asyncio.CancelledError):
                 pass
         return self.looks_out_of_memory()
-
-    async def _drain_stderr(self) -> None:
-        assert self._process is not None and self._process.stderr is not None
-        while True:
-            line = await self._process.stderr.readline()
-            if not line:
-                return
-            text = line.decode("utf-8", errors="replace")
-            self._stderr_tail.append(text)
-            log.debug("lean repl %s: %s", self.slot.name, text.rstrip())
-
-    async def kill(self) -> None:
-        """Kills the jail and everything the slot's uid still runs; idempotent."""
-        process = self._process
-        if process is not None and process.returncode is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            try:
-                await asyncio.wait_for(process.wait(), 10)
-            except TimeoutError:
-                log.error("lean repl %s (pid %d) did not exit after SIGKILL", self.slot.name, process.pid)
-        await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, self.slot)
-        if self._stderr_task is not None:
-            self._stderr_task.cancel()
-            self._stderr_task = None
 
 
 def _parse_answer(lines: list[str]) -> dict[str, Any] | None:

@@ -23,6 +23,7 @@ from toolserver.search.index import (
     MANIFEST, DenseUnavailable, Encoder, IndexExists, IndexProblem, ScoredDocument, SearchIndex, Analyzer,
     build_index, index_path, list_indexes, load_encoder, load_index)
 from toolserver.search.settings import SearchSettings
+from toolserver.tools import json_arguments
 from toolserver.v1 import toolserver_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -57,21 +58,7 @@ def ensure_default_index(settings: SearchSettings, *, force: bool = False, progr
 
 def search_call_from_json(arguments: str) -> pb.SearchCall:
     """Parses JsonCall arguments for the search tool; raises InvalidRequest."""
-    try:
-        values = json.loads(arguments or "{}")
-    except json.JSONDecodeError as exc:
-        raise InvalidRequest(f"arguments are not valid JSON: {exc.msg} at position {exc.pos}") from exc
-    if not isinstance(values, dict):
-        raise InvalidRequest("arguments must be a JSON object")
-    unknown = sorted(set(values) - set(ARGUMENTS))
-    if unknown:
-        raise InvalidRequest(f"unknown argument(s) for search: {', '.join(unknown)}")
-    for name, value in values.items():
-        kind = ARGUMENTS[name]
-        if isinstance(value, bool) or not isinstance(value, kind):
-            raise InvalidRequest(f"argument {name!r} must be {'a string' if kind is str else 'an integer'}")
-    if "query" not in values:
-        raise InvalidRequest("argument 'query' is required")
+    values = json_arguments(arguments, "search", ARGUMENTS, "query")
     top_k = values.get("top_k", 0)
     if not 0 <= top_k <= UINT32_MAX:
         raise InvalidRequest("argument 'top_k' must be a positive integer")
