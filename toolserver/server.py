@@ -40,10 +40,20 @@ SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ToolServer"].full_name
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+def project_paths() -> list[str]:
+    """What jails must not see of the project: the whole source tree when it runs from
+    a checkout, else (installed in site-packages, beside the modules calls import) only
+    its own packages. Workers get their code over their control pipe."""
+    if (PROJECT_ROOT / "pyproject.toml").exists():
+        return [str(PROJECT_ROOT)]
+    return [str(PROJECT_ROOT / package) for package in ("toolserver", "sandbox", "trainer")
+            if (PROJECT_ROOT / package).exists()]
+
+
 def zygote_spec(settings: Settings) -> ZygoteSpec:
     hidden = list(settings.sandbox.hidden_paths)
     if not Path(settings.python.interpreter).resolve().is_relative_to(PROJECT_ROOT):
-        hidden.append(str(PROJECT_ROOT))
+        hidden += project_paths()
     jail = JailPolicy(
         firejail=settings.sandbox.firejail,
         max_processes=settings.sandbox.jail_max_processes,

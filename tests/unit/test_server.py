@@ -1,0 +1,19 @@
+from pathlib import Path
+
+from toolserver.config import load_settings
+from toolserver.server import advertised_address, project_paths, zygote_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_checkout_hides_its_whole_tree_from_jails():
+    assert project_paths() == [str(ROOT)]
+    assert str(ROOT) in zygote_spec(load_settings()).jail.hidden_paths
+
+
+def test_advertised_address_prefers_the_configured_one():
+    assert advertised_address(load_settings(**{"server.advertise_address": "10.0.0.7:50051"}), 1234) == "10.0.0.7:50051"
+    assert advertised_address(load_settings(), 4321) == "127.0.0.1:4321"
+    host, _, port = advertised_address(load_settings(**{"server.host": "0.0.0.0",
+                                                        "auth.allow_open_bind": True}), 5555).rpartition(":")
+    assert port == "5555" and host not in ("0.0.0.0", "")
