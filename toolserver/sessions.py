@@ -92,6 +92,8 @@ class SessionManager:
             insecure_no_sandbox=spec.insecure_no_sandbox,
         )
         self.free_slots = list(slots)
+        self._releasing = 0                   # slots being cleaned after their session ended
+        self._slot_returned = asyncio.Event()
         self.max_sessions = min(max_sessions, len(slots))
         self.idle_timeout_s = idle_timeout_s
         self.start_timeout_s = start_timeout_s
@@ -113,6 +115,9 @@ class SessionManager:
             await self._kill(dead)  # a kernel that died holds no place under the caps
         if max_for_owner and self._held_by(owner) >= max_for_owner:
             raise Exhausted(f"caller {owner!r} holds {max_for_owner} sessions, the most its policy allows")
+        while not self.free_slots and self._releasing:  # a session just ended: its slot is on its way
+            self._slot_returned.clear()
+            await self._slot_returned.wait()
         if len(self.sessions) + self._opening >= self.max_sessions or not self.free_slots:
             raise Exhausted(f"session limit reached ({self.max_sessions} open)")
         slot = self.free_slots.pop()
@@ -225,8 +230,13 @@ class SessionManager:
             await session.process.wait()
 
     async def _release_slot(self, slot: Slot) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, slot)
-        self.free_slots.append(slot)
+        self._releasing += 1
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, slot)
+            self.free_slots.append(slot)
+        finally:
+            self._releasing -= 1
+            self._slot_returned.set()
 
     async def execute(self, session_id: str, owner: str, code: str, stdin: str, timeout_ms: int,
                       max_output_bytes: int) -> dict[str, Any]:

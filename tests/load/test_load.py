@@ -1,4 +1,5 @@
-"""Load and soak: many calls at high concurrency with hostile code mixed in.
+"""Load and soak: many calls at high concurrency, python and search mixed, with hostile
+code among them.
 
 Every call must be answered exactly once with the right result, and the server must
 not grow in memory or open descriptors over the run. Marked slow; CI runs it.
@@ -21,6 +22,9 @@ from tests.conftest import RunningServer
 CALLS = 20_000
 CONCURRENCY = 256
 HOSTILE_SHARE = 0.05
+SEARCH_SHARE = 0.10
+QUERIES = ["greatest common divisor", "prime factorization of an integer", "binomial coefficient",
+           "matrix determinant", "solve a polynomial equation", "least common multiple", "continued fraction"]
 HOSTILE = [  # code, limits, the outcome it must get
     ("while True:\n    pass", {"timeout_ms": 300}, pb.TIMEOUT),
     ("b = bytearray(2 * 1024**3)", {"memory_mb": 64}, pb.MEMORY_LIMIT),
@@ -32,12 +36,17 @@ HOSTILE = [  # code, limits, the outcome it must get
 
 
 def plan(seed: int = 7) -> list[tuple[pb.ExecuteRequest, int, str]]:
-    """(request, expected outcome, expected value) for every call."""
+    """(request, expected outcome, expected value) for every call; a search call's
+    expected value is its query, whose top hit is compared with a reference answer."""
     rng = random.Random(seed)
     calls = []
     for number in range(CALLS):
         request_id = f"c{number}"
-        if rng.random() < HOSTILE_SHARE:
+        draw = rng.random()
+        if draw < SEARCH_SHARE:
+            query = rng.choice(QUERIES)
+            calls.append((pb.ExecuteRequest(request_id=request_id, search=pb.SearchCall(query=query)), pb.OK, query))
+        elif draw < SEARCH_SHARE + HOSTILE_SHARE:
             code, limits, outcome = rng.choice(HOSTILE)
             calls.append((python_request(code, request_id=request_id, **limits), outcome, ""))
         else:
@@ -97,11 +106,18 @@ def test_every_call_answered_once_with_the_right_result_and_no_growth(load_serve
     seconds = time.monotonic() - started
     after = footprint(load_server.process.pid)
     assert len(answers) == CALLS and all(len(replies) == 1 for replies in answers.values())
+    with load_server.client() as client:  # ranking is deterministic: one reference answer a query
+        top_hit = {query: client.execute(pb.ExecuteRequest(search=pb.SearchCall(query=query))).search.hits[0].id
+                   for query in QUERIES}
     wrong = []
     for request, outcome, value in calls:
         response = answers[request.request_id][0]
-        if response.outcome != outcome or (value and response.python.value != value):
-            wrong.append((request.python.code[:40], pb.Outcome.Name(response.outcome), response.error[:80]))
+        if request.WhichOneof("call") == "search":
+            right = response.outcome == pb.OK and response.search.hits[0].id == top_hit[value]
+        else:
+            right = response.outcome == outcome and (not value or response.python.value == value)
+        if not right:
+            wrong.append((str(request)[:60], pb.Outcome.Name(response.outcome), response.error[:80]))
     assert not wrong, f"{len(wrong)} wrong answers, e.g. {wrong[:5]}"
     print(f"\n{CALLS} calls at {CONCURRENCY} callers in {seconds:.1f} s ({CALLS / seconds:.0f} calls/s); "
           f"server RSS {before[0]} -> {after[0]} kB, descriptors {before[1]} -> {after[1]}")
