@@ -20,7 +20,7 @@ from sandbox.jail import JailPolicy
 from sandbox.slots import discover_slots
 from sandbox.worker import ZygoteSpec
 from tests.fakes.lean_repl_standin import standin_command
-from toolserver.errors import InvalidRequest, PermissionDenied, ToolUnavailable, Unavailable
+from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, ToolUnavailable, Unavailable
 from toolserver.lean.executor import LeanExecutor, ToolchainMissing, find_toolchain, lean_call_from_json
 from toolserver.lean.header import parse_header
 from toolserver.lean.pool import ReplPool
@@ -49,9 +49,9 @@ def standin(header_delay_s: float = 0.0) -> Toolchain:
 
 
 async def make_pool(slots: int = 2, *, idle_evict_s: float = 600, recycle_after: int = 0, keep=(),
-                    header_delay_s: float = 0.0) -> ReplPool:
+                    header_delay_s: float = 0.0, max_queue: int = 256) -> ReplPool:
     pool = ReplPool(spec(), lean_slots(slots), standin(header_delay_s), start_timeout_s=30,
-                    idle_evict_s=idle_evict_s, recycle_after=recycle_after, keep_headers=keep)
+                    idle_evict_s=idle_evict_s, recycle_after=recycle_after, keep_headers=keep, max_queue=max_queue)
     await pool.start(keep)
     return pool
 
@@ -358,3 +358,17 @@ async def test_find_toolchain_says_what_is_missing(tmp_path):
     repl.chmod(0o755)
     with pytest.raises(ToolchainMissing, match="project_dir"):
         await find_toolchain(LeanSettings(repl=str(repl), project_dir=str(tmp_path / "nowhere")))
+
+
+async def test_a_full_queue_is_refused_at_once():
+    pool = await make_pool(slots=1, max_queue=1)
+    try:
+        busy = asyncio.ensure_future(pool.run(A, "theorem busy : 1 = 1 := by sleep 1", 10))
+        await asyncio.sleep(0.3)
+        queued = asyncio.ensure_future(pool.run(A, "theorem queued : 1 = 1 := rfl", 10))
+        await asyncio.sleep(0.1)
+        with pytest.raises(Exhausted, match="lean queue is full"):
+            await pool.run(A, "theorem refused : 1 = 1 := rfl", 10)
+        assert (await busy).answer is not None and (await queued).answer is not None
+    finally:
+        await pool.close()

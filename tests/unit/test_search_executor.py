@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import dataclasses
 import importlib.util
 import json
@@ -217,3 +219,18 @@ def test_settings_are_validated_naming_the_field(change, message):
 
 def test_the_default_settings_are_valid():
     SearchSettings().validate()
+
+
+async def test_queries_past_the_queue_bound_are_refused_at_once(settings):
+    import dataclasses
+
+    from toolserver.errors import Exhausted
+
+    bounded = SearchExecutor.from_settings(dataclasses.replace(settings, max_queue=1, inline_max_docs=0))
+    try:
+        results = await asyncio.gather(*(bounded.search(call("gcd"), str(i), None) for i in range(5)),
+                                       return_exceptions=True)
+    finally:
+        bounded.close()
+    refused = [r for r in results if isinstance(r, Exhausted)]
+    assert results[0].outcome == pb.OK and refused and "search queue is full" in str(refused[0])

@@ -157,6 +157,7 @@ class LeanExecutor:
         spec = dataclasses.replace(self.spec, jail=jail, start_timeout_s=settings.start_timeout_s)
         prewarm = tuple(dict.fromkeys(parse_header(h) for h in settings.prewarm_headers))
         self.pool = ReplPool(spec, self.slots, self.toolchain, start_timeout_s=settings.start_timeout_s,
+                             max_queue=settings.max_queue,
                              idle_evict_s=settings.idle_evict_s, recycle_after=settings.recycle_after,
                              keep_headers=prewarm)
         self.prewarm_errors = await self.pool.start(prewarm)

@@ -21,7 +21,7 @@ from typing import Any
 
 from sandbox.jail import Slot
 from sandbox.worker import ZygoteSpec
-from toolserver.errors import Unavailable
+from toolserver.errors import Exhausted, Unavailable
 from toolserver.lean.header import Header
 from toolserver.lean.repl import HeaderRejected, LeanRepl, ReplLost, Toolchain
 
@@ -62,7 +62,8 @@ class _Place:
 
 class ReplPool:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], toolchain: Toolchain, *, start_timeout_s: float,
-                 idle_evict_s: float, recycle_after: int, keep_headers: tuple[Header, ...] = ()) -> None:
+                 idle_evict_s: float, recycle_after: int, keep_headers: tuple[Header, ...] = (),
+                 max_queue: int = 256) -> None:
         if not slots:
             raise ValueError("the Lean pool needs at least one sandbox slot")
         self.spec = spec
@@ -70,6 +71,7 @@ class ReplPool:
         self.start_timeout_s = start_timeout_s
         self.idle_evict_s = idle_evict_s
         self.recycle_after = recycle_after
+        self.max_queue = max_queue
         self.keep = {header.key for header in keep_headers}
         self._places = [_Place(slot) for slot in slots]
         self._waiters: collections.deque[tuple[Header, asyncio.Future[tuple[_Place, bool]]]] = collections.deque()
@@ -186,6 +188,8 @@ class ReplPool:
             choice = self._choose(header)
             if choice is not None:
                 return choice
+        if len(self._waiters) >= self.max_queue:
+            raise Exhausted(f"lean queue is full ({self.max_queue} calls waiting)")
         waiter: asyncio.Future[tuple[_Place, bool]] = asyncio.get_running_loop().create_future()
         entry = (header, waiter)
         self._waiters.append(entry)

@@ -31,6 +31,7 @@ class LeanSettings:
     recycle_after: int = 500             # a REPL is replaced after this many proofs (each keeps an env); 0: never
     prewarm_headers: tuple[str, ...] = ()  # headers started at start-up, e.g. "import Mathlib"
     allowed_headers: tuple[str, ...] = ()  # headers any caller may use (normalised); empty: any
+    max_queue: int = 256                 # calls waiting for a REPL; past it RESOURCE_EXHAUSTED at once
     max_code_chars: int = 200_000        # longer code is a request error
     max_messages: int = 200              # messages beyond this are dropped (the response says truncated)
     max_message_chars: int = 8_000       # a message's text is cut here (the response says truncated)
@@ -39,7 +40,7 @@ class LeanSettings:
         # Imported here: toolserver.config imports this module to hold [lean].
         from toolserver.config import ConfigError
 
-        for field in ("max_repls", "memory_mb", "max_processes", "max_open_files", "default_timeout_ms", "max_timeout_ms",
+        for field in ("max_queue", "max_repls", "memory_mb", "max_processes", "max_open_files", "default_timeout_ms", "max_timeout_ms",
                       "max_code_chars", "max_messages", "max_message_chars", "start_timeout_s", "idle_evict_s"):
             if getattr(self, field) <= 0:
                 raise ConfigError(f"lean.{field} must be positive, got {getattr(self, field)}")

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from toolserver.config import ConfigError
-from toolserver.errors import InvalidRequest, NotFound, PermissionDenied, ToolUnavailable
+from toolserver.errors import Exhausted, InvalidRequest, NotFound, PermissionDenied, ToolUnavailable
 from toolserver.search.docs_corpus import BM25_B, BM25_K1, installed, module_documents
 from toolserver.search.index import (
     MANIFEST, DenseUnavailable, Encoder, IndexExists, IndexProblem, ScoredDocument, SearchIndex, Analyzer,
@@ -73,6 +73,7 @@ class SearchExecutor:
         self.encoders = encoders          # by model package, for the dense and hybrid indexes
         self.dense_errors = dense_errors  # by model package: why it could not be loaded
         self._threads = ThreadPoolExecutor(settings.query_threads, thread_name_prefix="search")
+        self._queued = 0  # queries handed to the threads and not yet answered
 
     @classmethod
     def from_settings(cls, settings: SearchSettings) -> "SearchExecutor":
@@ -160,8 +161,14 @@ class SearchExecutor:
         if encoder is None and index.manifest.documents <= settings.inline_max_docs:
             ranked, elapsed_us = self._query(index, call.query, k, None)
         else:
-            ranked, elapsed_us = await asyncio.get_running_loop().run_in_executor(
-                self._threads, self._query, index, call.query, k, encoder)
+            if self._queued >= settings.max_queue:
+                raise Exhausted(f"search queue is full ({settings.max_queue} queries waiting)")
+            self._queued += 1
+            try:
+                ranked, elapsed_us = await asyncio.get_running_loop().run_in_executor(
+                    self._threads, self._query, index, call.query, k, encoder)
+            finally:
+                self._queued -= 1
         limit = settings.max_text_chars
         hits = [pb.SearchHit(id=hit.document.id, title=hit.document.title, text=hit.document.text[:limit],
                              score=hit.score) for hit in ranked]

@@ -37,6 +37,8 @@ class SearchSettings:
     max_text_chars: int = 2500           # a hit's text is cut here (the response says truncated)
     inline_max_docs: int = 20_000        # BM25 on indexes up to this size runs on the event loop (< ~1 ms);
                                          # larger ones and every dense query run on the query threads
+    max_queue: int = 512                 # queries waiting for or on the query threads; past it
+                                         # RESOURCE_EXHAUSTED at once
     query_threads: int = 2               # threads for query work off the event loop (one per core here)
     rrf_k: int = 60                      # reciprocal rank fusion constant (Cormack et al. 2009)
     hybrid_depth: int = 100              # hits from each of BM25 and dense that hybrid fuses
@@ -50,7 +52,7 @@ class SearchSettings:
 
         if not os.path.isabs(self.data_dir):
             raise ConfigError(f"search.data_dir must be an absolute path, got {self.data_dir!r}")
-        for field in ("default_top_k", "max_top_k", "max_query_chars", "max_text_chars", "query_threads",
+        for field in ("max_queue", "default_top_k", "max_top_k", "max_query_chars", "max_text_chars", "query_threads",
                       "rrf_k", "hybrid_depth", "dense_batch_size", "torch_threads"):
             if getattr(self, field) <= 0:
                 raise ConfigError(f"search.{field} must be positive, got {getattr(self, field)}")
