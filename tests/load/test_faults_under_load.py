@@ -1,5 +1,6 @@
 """Faults injected under load: workers killed or stopped, a session kernel killed,
-clients that go away mid-call. Nothing may be lost and the server recovers by itself."""
+scratch filled, clients that go away mid-call. Nothing may be lost and the server
+recovers by itself."""
 
 from __future__ import annotations
 
@@ -130,3 +131,36 @@ def test_clients_that_go_away_mid_call_leave_nothing_behind(fault_server):
             time.sleep(0.2)
         assert scrape(fault_server)["toolserver_calls_in_flight"] == 0
         assert client.run_python("3 * 3").python.value == "9"
+
+
+SCRATCH_FLOOD = ("block = b'x' * (1 << 20)\nfor i in range(4000):\n"
+                 "    with open(f'f{i}', 'wb') as f:\n        for _ in range(8):\n            f.write(block)")
+
+
+@pytest.mark.slow
+def test_scratch_filled_under_load_stops_only_the_flooding_calls(fault_server):
+    answers: list[int] = []
+    floods: list[pb.ExecuteResponse] = []
+    stop = threading.Event()
+
+    def caller() -> None:
+        with fault_server.client() as client:
+            while not stop.is_set():
+                answers.append(client.run_python("sum(range(1000))").outcome)
+
+    def flooder() -> None:
+        with fault_server.client() as client:
+            floods.append(client.run_python(SCRATCH_FLOOD, timeout_ms=10000))
+
+    threads = [threading.Thread(target=caller) for _ in range(4)] + [threading.Thread(target=flooder) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads[4:]:
+        thread.join(60)
+    stop.set()
+    for thread in threads[:4]:
+        thread.join(60)
+    assert len(floods) == 3 and all(f.outcome == pb.ERROR and "scratch space limit" in f.error for f in floods)
+    assert answers and set(answers) == {pb.OK}
+    with fault_server.client() as client:
+        wait_for_full_pool(client)
