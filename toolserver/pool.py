@@ -105,15 +105,12 @@ class WorkerPool:
         return PoolStats(size=len(self._workers), idle=self._idle.qsize(), waiting=self._waiting,
                          restarts=self.restarts, calls=self.calls)
 
-    async def run(self, request: dict[str, Any], *, wait: bool = False) -> dict[str, Any]:
-        """Runs one call on the next free worker and returns the zygote's reply.
-
-        wait=False refuses at once when max_queue calls already wait (unary calls);
-        wait=True queues regardless (streams, which bound themselves by their window).
-        """
+    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Runs one call on the next free worker and returns the zygote's reply; refuses
+        at once (Exhausted) when max_queue calls already wait, from streams or not."""
         if self._closed:
             raise Unavailable("server is shutting down")
-        if not wait and self._idle.empty() and self._waiting >= self.max_queue:
+        if self._idle.empty() and self._waiting >= self.max_queue:
             raise Exhausted(f"python queue is full ({self.max_queue} calls waiting)")
         self._waiting += 1
         try:

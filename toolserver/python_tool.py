@@ -67,7 +67,7 @@ class PythonExecutor:
         return self.sessions
 
     async def execute(self, call: pb.PythonCall, limits: pb.Limits, request_id: str, *,
-                      wait: bool = False, caller: CallerPolicy = OPEN_POLICY) -> pb.ExecuteResponse:
+                      caller: CallerPolicy = OPEN_POLICY) -> pb.ExecuteResponse:
         if not call.code.strip():
             raise InvalidRequest("python.code is empty")
         limits_now = effective_limits(limits, self.settings, caller)
@@ -78,5 +78,5 @@ class PythonExecutor:
         if self.pool is None:
             raise Unavailable("no python worker pool: the sandbox is not proven safe")
         request = {"id": request_id, "code": call.code, "stdin": call.stdin, **limits_now}
-        reply = await self.pool.run(request, wait=wait)
+        reply = await self.pool.run(request)
         return response_from_reply(request_id, reply)

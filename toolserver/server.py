@@ -131,7 +131,7 @@ def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
 async def verify_guard(pool: WorkerPool, state: ServerState) -> None:
     """Proves on a real worker that the configured guard refuses a denied import; a guard
     that is configured but does not work stops the server from serving."""
-    reply = await pool.run(probe_request("guard", GUARD_PROBE), wait=True)
+    reply = await pool.run(probe_request("guard", GUARD_PROBE))
     check = judge_guard(reply)
     state.checks.append(check)
     if not check.ok:

@@ -154,23 +154,23 @@ class ToolServerService(pb_grpc.ToolServerServicer):
     def caller(self, context: grpc.aio.ServicerContext) -> CallerPolicy:
         return self.policies.authenticate(context.invocation_metadata())
 
-    async def _dispatch(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
+    async def _dispatch(self, request: pb.ExecuteRequest, caller: CallerPolicy) -> pb.ExecuteResponse:
         self.state.admit()
         kind = request.WhichOneof("call")
         if kind is None:
             raise InvalidRequest("request has no call: set one of python, search, lean, json")
         if kind == "json":
-            return await self._dispatch_json(request, caller, stream=stream)
+            return await self._dispatch_json(request, caller)
         call = getattr(request, kind)
-        return await self._run(kind, call, request, caller, stream=stream)
+        return await self._run(kind, call, request, caller)
 
-    async def _dispatch_json(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
+    async def _dispatch_json(self, request: pb.ExecuteRequest, caller: CallerPolicy) -> pb.ExecuteResponse:
         tool, arguments = request.json.tool, request.json.arguments
         if tool == "python":
-            return await self._run("python", tools.python_call_from_json(arguments), request, caller, stream=stream)
+            return await self._run("python", tools.python_call_from_json(arguments), request, caller)
         if tool in tools.KNOWN_TOOLS:
             executor = self._executor(tool, caller)
-            return await self._run(tool, executor.call_from_json(arguments), request, caller, stream=stream)
+            return await self._run(tool, executor.call_from_json(arguments), request, caller)
         raise InvalidRequest(f"unknown tool {tool!r}; ListTools says which exist")
 
     def _executor(self, tool: str, caller: CallerPolicy) -> Any:
@@ -180,11 +180,10 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             raise tools.unavailable(tool)
         return executor
 
-    async def _run(self, tool: str, call: Any, request: pb.ExecuteRequest, caller: CallerPolicy, *,
-                   stream: bool) -> pb.ExecuteResponse:
+    async def _run(self, tool: str, call: Any, request: pb.ExecuteRequest, caller: CallerPolicy) -> pb.ExecuteResponse:
         executor = self._executor(tool, caller)
         if tool == "python":
-            return await executor.execute(call, request.limits, request.request_id, wait=stream, caller=caller)
+            return await executor.execute(call, request.limits, request.request_id, caller=caller)
         if tool == "search":
             return await executor.search(call, request.request_id, caller.indexes)
         arguments = call if isinstance(call, LeanArguments) else LeanArguments(call)
@@ -194,13 +193,13 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         return await executor.check(arguments.call, request.request_id, timeout_ms, caller.lean_headers,
                                     statement=arguments.statement)
 
-    async def _tracked(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
+    async def _tracked(self, request: pb.ExecuteRequest, caller: CallerPolicy) -> pb.ExecuteResponse:
         """Runs one call, counting it for the caller's in-flight cap and the metrics."""
         started = time.monotonic()
         tool = tool_of(request)
         call = {"request_id": getattr(request, "request_id", ""), "tool": tool, "caller": caller.name}
         try:
-            response = await self._counted(request, caller, stream=stream)
+            response = await self._counted(request, caller)
         except RequestError as exc:
             status = status_of(exc)[0].name
             self.metrics.rejected.labels(status).inc()
@@ -214,7 +213,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             log.debug("answered %s", outcome, extra={**call, "outcome": outcome, "elapsed_ms": round(elapsed * 1000, 2)})
         return response
 
-    async def _counted(self, request: pb.ExecuteRequest, caller: CallerPolicy, *, stream: bool) -> pb.ExecuteResponse:
+    async def _counted(self, request: pb.ExecuteRequest, caller: CallerPolicy) -> pb.ExecuteResponse:
         require_decoded(request)
         if caller.max_inflight and self.inflight_by_caller[caller.name] >= caller.max_inflight:
             raise Exhausted(f"caller {caller.name!r} has {caller.max_inflight} calls in flight, "
@@ -224,7 +223,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         self.metrics.inflight.inc()
         self.idle.clear()
         try:
-            return await self._dispatch(request, caller, stream=stream)
+            return await self._dispatch(request, caller)
         finally:
             self.state.inflight -= 1
             self.inflight_by_caller[caller.name] -= 1
@@ -234,7 +233,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
 
     async def Execute(self, request: pb.ExecuteRequest, context: grpc.aio.ServicerContext) -> pb.ExecuteResponse:
         try:
-            return await self._tracked(request, self.caller(context), stream=False)
+            return await self._tracked(request, self.caller(context))
         except RequestError as exc:
             code, message = status_of(exc)
             context.set_trailing_metadata(NOT_STARTED)
@@ -252,7 +251,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
 
         async def answer(request: pb.ExecuteRequest) -> None:
             try:
-                response = await self._tracked(request, caller, stream=True)
+                response = await self._tracked(request, caller)
             except RequestError as exc:
                 response = stream_refusal(getattr(request, "request_id", ""), exc)
             except Exception as exc:  # never lose a call on the stream

@@ -164,3 +164,19 @@ def test_scratch_filled_under_load_stops_only_the_flooding_calls(fault_server):
     assert answers and set(answers) == {pb.OK}
     with fault_server.client() as client:
         wait_for_full_pool(client)
+
+
+def test_streams_meet_the_bounded_queue_too(tmp_path):
+    """Backpressure: past python.max_queue a stream's calls are answered at once
+    (CRASHED, RESOURCE_EXHAUSTED: the caller may retry), never queued without bound."""
+    server = RunningServer(tmp_path, first_slot=22, workers=1, config="[python]\nmax_queue = 2\n")
+    try:
+        with server.client() as client:
+            requests = [python_request("import time\ntime.sleep(0.5)\n'done'", request_id=str(i)) for i in range(8)]
+            responses = client.run_many(requests)
+        done = [r for r in responses if r.outcome == pb.OK]
+        refused = [r for r in responses if r.outcome == pb.CRASHED]
+        assert len(done) + len(refused) == 8 and len(done) >= 3 and refused
+        assert all(r.error.startswith("RESOURCE_EXHAUSTED: python queue is full") for r in refused)
+    finally:
+        server.stop()

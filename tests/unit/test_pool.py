@@ -44,7 +44,7 @@ async def test_queue_bound_refuses_at_once(pool):
         await pool.run(request("2", "refused"))
     assert (await slow)["outcome"] == "OK"
     assert (await queued)["value"] == "1"
-    assert (await pool.run(request("3", "waited"), wait=True))["value"] == "3"
+    assert (await pool.run(request("3", "after")))["value"] == "3"
 
 
 async def test_dead_worker_answers_crashed_and_is_replaced(pool):
@@ -64,5 +64,5 @@ async def test_cancelled_caller_does_not_lose_the_worker(pool):
     call = asyncio.ensure_future(pool.run(request("import time\ntime.sleep(0.5)\n1", "gone")))
     await asyncio.sleep(0.1)
     call.cancel()
-    assert (await pool.run(request("7", "next"), wait=True))["value"] == "7"
+    assert (await pool.run(request("7", "next")))["value"] == "7"
     assert pool.stats().size == 1
