@@ -265,20 +265,23 @@ def _build(cls: type, values: dict[str, Any], path: str) -> Any:
     return cls(**kwargs)
 
 
+def read_toml(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
+    """The TOML file at path; raises ConfigError naming what it is."""
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{what} {path} is not valid TOML: {exc}") from exc
+
+
 def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
     """The embedded defaults, overridden by the TOML file at path, then by overrides.
 
     overrides are dotted names, e.g. {"server.port": 0}; they come from CLI flags.
     """
-    values: dict[str, Any] = {}
-    if path is not None:
-        try:
-            with open(path, "rb") as handle:
-                values = tomllib.load(handle)
-        except OSError as exc:
-            raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config {path} is not valid TOML: {exc}") from exc
+    values = read_toml(path, "config") if path is not None else {}
     for dotted, value in overrides.items():
         section, _, name = dotted.partition(".")
         values.setdefault(section, {})[name] = value

@@ -27,12 +27,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolserver.config import ConfigError
+from toolserver.config import ConfigError, read_toml
 from toolserver.errors import PermissionDenied, Unauthenticated
 
 TOOLS = ("python", "search", "lean")
@@ -120,13 +119,7 @@ def load_policies(path: str | Path | None) -> Policies:
     """Reads and validates the policy file; no path: the open policy. Raises ConfigError."""
     if not path:
         return Policies({})
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read policy file {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"policy file {path} is not valid TOML: {exc}") from exc
+    data = read_toml(path, "policy file")
     unknown = sorted(set(data) - {"callers"})
     if unknown:
         raise ConfigError(f"policy file {path}: unknown table(s) {', '.join(unknown)}; callers go in [callers.NAME]")
