@@ -12,6 +12,7 @@ from toolserver.config import Settings
 from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.pool import WorkerPool
+from toolserver.tools import python_call_from_json
 from toolserver.sessions import SessionManager
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -60,6 +61,10 @@ class PythonExecutor:
         self.settings = settings
         self.pool = pool
         self.sessions = sessions
+
+    @staticmethod
+    def call_from_json(arguments: str) -> pb.PythonCall:
+        return python_call_from_json(arguments)
 
     def session_manager(self) -> SessionManager:
         if self.sessions is None:

@@ -160,18 +160,12 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         if kind is None:
             raise InvalidRequest("request has no call: set one of python, search, lean, json")
         if kind == "json":
-            return await self._dispatch_json(request, caller)
-        call = getattr(request, kind)
-        return await self._run(kind, call, request, caller)
-
-    async def _dispatch_json(self, request: pb.ExecuteRequest, caller: CallerPolicy) -> pb.ExecuteResponse:
-        tool, arguments = request.json.tool, request.json.arguments
-        if tool == "python":
-            return await self._run("python", tools.python_call_from_json(arguments), request, caller)
-        if tool in tools.KNOWN_TOOLS:
+            tool = request.json.tool
+            if tool not in tools.KNOWN_TOOLS:
+                raise InvalidRequest(f"unknown tool {tool!r}; ListTools says which exist")
             executor = self._executor(tool, caller)
-            return await self._run(tool, executor.call_from_json(arguments), request, caller)
-        raise InvalidRequest(f"unknown tool {tool!r}; ListTools says which exist")
+            return await self._run(tool, executor, executor.call_from_json(request.json.arguments), request, caller)
+        return await self._run(kind, self._executor(kind, caller), getattr(request, kind), request, caller)
 
     def _executor(self, tool: str, caller: CallerPolicy) -> Any:
         caller.require_tool(tool)
@@ -180,8 +174,8 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             raise tools.unavailable(tool)
         return executor
 
-    async def _run(self, tool: str, call: Any, request: pb.ExecuteRequest, caller: CallerPolicy) -> pb.ExecuteResponse:
-        executor = self._executor(tool, caller)
+    async def _run(self, tool: str, executor: Any, call: Any, request: pb.ExecuteRequest,
+                   caller: CallerPolicy) -> pb.ExecuteResponse:
         if tool == "python":
             return await executor.execute(call, request.limits, request.request_id, caller=caller)
         if tool == "search":
