@@ -381,22 +381,14 @@ def execute(child, request):
         _, status = os.waitpid(child.pid, 0)
         for fd in list(open_fds):
             drain(fd, captures[fd])
-    if over_scratch:
-        return scratch_reply(request, elapsed, captures[child.out_r], captures[child.err_r])
     return classify(request, status, timed_out, elapsed,
-                    captures[child.out_r], captures[child.err_r], captures[child.res_r])
+                    captures[child.out_r], captures[child.err_r], captures[child.res_r], over_scratch)
 
 
 def scratch_used():
     """Bytes in use on the scratch filesystem (the jail's private tmpfs home: RAM)."""
     stats = os.statvfs(os.environ.get("HOME", "/"))
     return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
-
-
-def scratch_reply(request, elapsed, out, err):
-    return {"id": request["id"], "outcome": "ERROR", "stdout": out.text(), "stderr": err.text(),
-            "truncated": out.truncated or err.truncated, "elapsed_us": int(elapsed * 1e6), "exit_code": -9,
-            "value": "", "error": f"scratch space limit of {request['max_scratch_mb']} MB exceeded"}
 
 
 def clean_up(child):
@@ -406,7 +398,7 @@ def clean_up(child):
     wipe(os.environ.get("HOME", "/nonexistent"))
 
 
-def classify(request, status, timed_out, elapsed, out, err, res):
+def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=False):
     reply = {
         "id": request["id"],
         "stdout": out.text(),
@@ -432,7 +424,10 @@ def classify(request, status, timed_out, elapsed, out, err, res):
     elif os.WIFSIGNALED(status):
         reply["exit_code"] = -os.WTERMSIG(status)
     signalled = status is not None and os.WIFSIGNALED(status)
-    if timed_out:
+    if over_scratch:
+        reply["outcome"] = "ERROR"
+        reply["error"] = f"scratch space limit of {request['max_scratch_mb']} MB exceeded"
+    elif timed_out:
         reply["outcome"] = "TIMEOUT"
         reply["error"] = f"wall time limit of {request['timeout_ms']} ms exceeded"
     elif signalled:
@@ -460,7 +455,7 @@ def classify(request, status, timed_out, elapsed, out, err, res):
         reply["error"] = str(result.get("error") or f"exited with status {reply['exit_code']}")
     else:
         reply["outcome"] = "OK"
-    if "MemoryError" in reply["stderr"][-4096:] and reply["outcome"] == "ERROR":
+    if "MemoryError" in reply["stderr"][-4096:] and reply["outcome"] == "ERROR" and not over_scratch:
         reply["outcome"] = "MEMORY_LIMIT"
         reply["error"] = f"memory limit of {request['memory_mb']} MB exceeded"
     return reply
