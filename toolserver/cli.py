@@ -93,10 +93,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from toolserver.logs import configure_logging
 
     configure_logging(settings.server.log_level, settings.server.log_format)
-    from toolserver.server import load_caller_policies, serve
+    from toolserver.server import serve
 
-    load_caller_policies(settings)  # a bad policy file or an open bind fails before anything starts
-    asyncio.run(serve(settings))
+    asyncio.run(serve(settings))  # serve checks the policies and the bind before it starts anything
     return 0
 
 
