@@ -9,9 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import grpc
 import pytest
 
+import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc loads)
+import grpc  # noqa: E402
 from toolserver.client import ToolClient
 
 ROOT = Path(__file__).resolve().parent.parent

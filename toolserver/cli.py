@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
 import os
+import sys
+from pathlib import Path
 
-# The server forks jails while gRPC threads run; gRPC's fork handlers then crash the
-# child (SIGSEGV) before it can exec firejail. This must be set before anything imports
-# grpc, which the commands' modules do.
-os.environ["GRPC_ENABLE_FORK_SUPPORT"] = "false"
-
-import argparse  # noqa: E402
-import asyncio  # noqa: E402
-import json  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from toolserver.config import ConfigError, Settings, load_settings  # noqa: E402
+from toolserver.config import ConfigError, Settings, load_settings
 
 
 def build_parser() -> argparse.ArgumentParser:

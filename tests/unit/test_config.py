@@ -42,11 +42,11 @@ def test_request_limits_are_capped_and_defaulted():
     assert limits["max_output_bytes"] == 10
 
 
-def test_cli_turns_grpc_fork_support_off_before_grpc_loads():
+def test_package_turns_grpc_fork_support_off_before_grpc_loads():
     import subprocess
     import sys
 
-    probe = ("import sys, os\nimport toolserver.cli\n"
+    probe = ("import sys, os\nimport toolserver\n"
              "print(os.environ['GRPC_ENABLE_FORK_SUPPORT'], 'grpc' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin"}).stdout.split()
