@@ -23,20 +23,28 @@ def checkpoint_path(directory: str | Path, step: int) -> Path:
     return Path(directory) / f"step-{step:06d}.safetensors"
 
 
-def save_checkpoint(directory: str | Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+def save_checkpoint(directory: str | Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None,
                     notes: dict[str, str] | None = None) -> Path:
+    """Writes `step-NNNNNN.safetensors` atomically; without an optimiser, weights only."""
     tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
-    state = optimizer.state_dict()
-    for index, slots in state["state"].items():
-        for key, value in slots.items():
-            tensors[f"optim.{index}.{key}"] = torch.as_tensor(value).detach().contiguous()
-    metadata = {"step": str(step), "param_groups": json.dumps(state["param_groups"]), **(notes or {})}
+    metadata = {"step": str(step), **(notes or {})}
+    if optimizer is not None:
+        state = optimizer.state_dict()
+        for index, slots in state["state"].items():
+            for key, value in slots.items():
+                tensors[f"optim.{index}.{key}"] = torch.as_tensor(value).detach().contiguous()
+        metadata["param_groups"] = json.dumps(state["param_groups"])
     path = checkpoint_path(directory, step)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     save_file(tensors, str(tmp), metadata=metadata)
     tmp.replace(path)
     return path
+
+
+def read_metadata(path: str | Path) -> dict[str, str]:
+    with safe_open(str(path), framework="pt") as f:
+        return f.metadata() or {}
 
 
 def latest_checkpoint(directory: str | Path) -> Path | None:
@@ -46,7 +54,8 @@ def latest_checkpoint(directory: str | Path) -> Path | None:
 
 def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None
                     ) -> tuple[int, dict[str, str]]:
-    """Restores the model (and the optimiser); returns the step and the metadata."""
+    """Restores the model (and the optimiser, when the checkpoint has its state);
+    returns the step and the metadata."""
     model_state: dict[str, torch.Tensor] = {}
     slots: dict[int, dict[str, torch.Tensor]] = {}
     with safe_open(str(path), framework="pt") as f:
@@ -59,6 +68,6 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
                 index, _, key = rest.partition(".")
                 slots.setdefault(int(index), {})[key] = f.get_tensor(name)
     model.load_state_dict(model_state)
-    if optimizer is not None:
+    if optimizer is not None and "param_groups" in metadata:
         optimizer.load_state_dict({"state": slots, "param_groups": json.loads(metadata["param_groups"])})
     return int(metadata["step"]), metadata

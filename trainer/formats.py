@@ -51,8 +51,15 @@ class ToolFormat:
     stop_strings: tuple[str, ...] = ()  # for backends that stop on strings (vLLM); `call_closed` decides
     instructions = ""
 
+    def __init__(self, instructions: bool = True) -> None:
+        if not instructions:
+            self.instructions = ""
+
     def prompt(self, problem: str) -> str:
-        return f"{self.instructions}\n\nProblem: {problem}\n\nSolution:\n"
+        """The task as put to the model: the format's instructions (unless turned off,
+        for a model trained from scratch on the format) and the problem."""
+        head = f"{self.instructions}\n\n" if self.instructions else ""
+        return f"{head}Problem: {problem}\nSolution:\n"
 
     def call_closed(self, turn_text: str) -> bool:
         """True when the text generated since the last observation ends a tool call."""
@@ -60,6 +67,10 @@ class ToolFormat:
 
     def parse_call(self, turn_text: str) -> Call | None:
         """The call the turn closed, or None when it closed none."""
+        raise NotImplementedError
+
+    def call_text(self, code: str) -> str:
+        """How a model writes a call of `code`: what `parse_call` reads back (traces)."""
         raise NotImplementedError
 
     def final_program(self, model_text: str) -> str | None:
@@ -100,6 +111,9 @@ class ToRLFormat(ToolFormat):
         start = turn_text.rfind("```python")
         return start >= 0 and "```" in turn_text[start + len("```python"):]
 
+    def call_text(self, code: str) -> str:
+        return f"```python\n{code.rstrip()}\n```"
+
     def parse_call(self, turn_text: str) -> Call | None:
         if not self.call_closed(turn_text):
             return None
@@ -125,6 +139,9 @@ class RStar2Format(ToolFormat):
     def call_closed(self, turn_text: str) -> bool:
         start = turn_text.rfind("<tool_call>")
         return start >= 0 and "</tool_call>" in turn_text[start:]
+
+    def call_text(self, code: str) -> str:
+        return f"<tool_call>{json.dumps({'name': TOOL_NAME, 'arguments': {'code': code}})}</tool_call>"
 
     def parse_call(self, turn_text: str) -> Call | None:
         if not self.call_closed(turn_text):
@@ -157,9 +174,9 @@ class RStar2Format(ToolFormat):
 FORMATS: dict[str, type[ToolFormat]] = {"torl": ToRLFormat, "rstar2": RStar2Format}
 
 
-def get_format(name: str) -> ToolFormat:
+def get_format(name: str, instructions: bool = True) -> ToolFormat:
     try:
-        return FORMATS[name]()
+        return FORMATS[name](instructions)
     except KeyError:
         raise ValueError(f"unknown tool format {name!r}; known: {sorted(FORMATS)}") from None
 

@@ -1,4 +1,4 @@
-"""One GRPO / GRPO-RoC step of the in-process torch policy: rollouts, rewards,
+"""One GRPO / GRPO-RoC step of a trainable policy backend: rollouts, rewards,
 down-sampling, advantages, clipped update. Returns the step's metrics.
 
 It wires the other modules together and holds the model's optimiser; it does not write
@@ -17,7 +17,7 @@ import torch
 from trainer.config import TrainerConfig
 from trainer.formats import ToolFormat
 from trainer.grpo import clipped_token_loss, dynamic_sampling_keep, group_advantages
-from trainer.policy_torch import TinyTransformer, TorchPolicy, token_logprobs
+from trainer.policy import TrainablePolicy
 from trainer.rewards import RewardContext, Task, get_reward
 from trainer.roc import roc_downsample
 from trainer.rollout import Rollout, RolloutLimits, RolloutLoop, rollout_metrics
@@ -25,12 +25,12 @@ from trainer.tokenizer import Tokenizer
 from trainer.tool_runner import ToolRunner
 
 
-def loss_inputs(model: TinyTransformer, rollouts: Sequence[Rollout], temperature: float
+def loss_inputs(policy: TrainablePolicy, model: torch.nn.Module, rollouts: Sequence[Rollout], temperature: float
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Current logprobs (with gradients), sampling logprobs and the loss mask, each
+    """Logprobs under `model` (with gradients), sampling logprobs and the loss mask, each
     [B, L-1] over left-padded prompt + completion: only completion tokens the policy
     generated have mask 1."""
-    logprobs, _ = token_logprobs(model, [r.prompt + r.tokens for r in rollouts], temperature)
+    logprobs, _ = policy.sequence_logprobs(model, [r.prompt + r.tokens for r in rollouts], temperature)
     old = torch.zeros_like(logprobs)
     mask = torch.zeros_like(logprobs)
     for i, r in enumerate(rollouts):
@@ -42,31 +42,30 @@ def loss_inputs(model: TinyTransformer, rollouts: Sequence[Rollout], temperature
 
 
 class Learner:
-    def __init__(self, cfg: TrainerConfig, model: TinyTransformer, tokenizer: Tokenizer, fmt: ToolFormat,
+    def __init__(self, cfg: TrainerConfig, policy: TrainablePolicy, tokenizer: Tokenizer, fmt: ToolFormat,
                  runner: ToolRunner, reward_ctx: RewardContext) -> None:
         cfg.validate()
         self.cfg = cfg
-        self.model = model
+        self.policy = policy
+        self.model = policy.model
         self.tokenizer = tokenizer
         self.fmt = fmt
         self.reward_ctx = reward_ctx
         self.reward_fn = get_reward(cfg.reward)
         self.rng = random.Random(cfg.seed)
-        self.policy = TorchPolicy(model, tokenizer.eos_id, temperature=cfg.temperature, threads=cfg.torch_threads,
-                                  seed=cfg.seed)
         limits = RolloutLimits(cfg.max_tool_calls, cfg.max_completion_tokens, cfg.max_observation_tokens)
         self.loop = RolloutLoop(self.policy, runner, fmt, tokenizer, limits)
-        self.optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.learning_rate)
-        self.reference = copy.deepcopy(model).eval() if cfg.kl_coef > 0 else None
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.learning_rate)
+        self.reference = copy.deepcopy(self.model).eval() if cfg.kl_coef > 0 else None
 
     async def step(self, tasks: Sequence[Task]) -> dict[str, float]:
         cfg = self.cfg
         n = cfg.rollouts_per_prompt
         prompts = [self.tokenizer.encode(self.fmt.prompt(t.problem)) for t in tasks]
         longest = max(len(p) for p in prompts) + cfg.max_completion_tokens
-        if longest > self.model.cfg.max_len:
+        if longest > self.policy.max_len:
             raise ValueError(f"a prompt plus max_completion_tokens is {longest} tokens, over the model's "
-                             f"max_len {self.model.cfg.max_len}")
+                             f"max_len {self.policy.max_len}")
         rollouts = await self.loop.run([p for p in prompts for _ in range(n)],
                                        [g for g in range(len(tasks)) for _ in range(n)])
         scores = await self.reward_fn([r.model_text(self.tokenizer) for r in rollouts],
@@ -75,8 +74,8 @@ class Learner:
             r.reward = score if r.scorable else None
         metrics = rollout_metrics(rollouts)
         scored = [r.reward for r in rollouts if r.reward is not None]
-        metrics["reward/mean"] = statistics.fmean(scored) if scored else 0.0
-        metrics["reward/accuracy"] = sum(s >= 1.0 for s in scored) / len(scored) if scored else 0.0
+        metrics["reward_mean"] = statistics.fmean(scored) if scored else 0.0
+        metrics["accuracy"] = sum(s >= 1.0 for s in scored) / len(scored) if scored else 0.0
         metrics["reward/unscored"] = float(len(rollouts) - len(scored))
         kept = rollouts
         if cfg.roc:
@@ -109,11 +108,11 @@ class Learner:
             sums: dict[str, float] = {}
             for chunk in chunks:
                 part = [rollouts[i] for i in chunk]
-                logprobs, old, mask = loss_inputs(self.model, part, self.cfg.temperature)
+                logprobs, old, mask = loss_inputs(self.policy, self.model, part, self.cfg.temperature)
                 reference = None
                 if self.reference is not None:
                     with torch.no_grad():
-                        reference = loss_inputs(self.reference, part, self.cfg.temperature)[0]
+                        reference = loss_inputs(self.policy, self.reference, part, self.cfg.temperature)[0]
                 loss, parts = clipped_token_loss(logprobs, old, advantages[chunk.start:chunk.stop], mask,
                                                  clip_low=self.cfg.clip_low, clip_high=self.cfg.clip_high,
                                                  ref_logprobs=reference, kl_coef=self.cfg.kl_coef)
@@ -124,4 +123,5 @@ class Learner:
             metrics = {f"train/{k}": v for k, v in sums.items()}
             metrics["train/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0))
             self.optimizer.step()
+            self.policy.weights_updated()
         return metrics

@@ -114,7 +114,7 @@ def token_logprobs(model: TinyTransformer, seqs: Sequence[Sequence[int]], temper
 
 
 class TorchPolicy:
-    """`rollout.Policy` over a TinyTransformer: batched sampling with a KV cache."""
+    """`policy.TrainablePolicy` over a TinyTransformer: batched sampling with a KV cache."""
 
     def __init__(self, model: TinyTransformer, eos_id: int, *, temperature: float = 1.0, threads: int = 1,
                  seed: int = 0) -> None:
@@ -123,6 +123,15 @@ class TorchPolicy:
         self.eos_id = eos_id
         self.temperature = temperature
         self.generator = torch.Generator().manual_seed(seed)
+        self.max_len = model.cfg.max_len
+
+    def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+        assert isinstance(model, TinyTransformer)
+        return token_logprobs(model, seqs, temperature)
+
+    def weights_updated(self) -> None:
+        """Sampling reads the same module the optimiser updates: nothing to copy."""
 
     @torch.no_grad()
     def generate(self, contexts: Sequence[Sequence[int]], stop: StopFn,

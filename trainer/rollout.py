@@ -208,8 +208,8 @@ def rollout_metrics(rollouts: Sequence[Rollout]) -> dict[str, float]:
     mean = lambda xs: float(statistics.fmean(xs))
     calls = sum(r.tool_calls for r in rollouts)
     metrics = {
-        "rollout/tool_calls": mean([r.tool_calls for r in rollouts]),
-        "rollout/tool_error_rate": sum(r.tool_errors for r in rollouts) / calls if calls else 0.0,
+        "tool_calls_per_rollout": mean([r.tool_calls for r in rollouts]),
+        "tool_error_rate": sum(r.tool_errors for r in rollouts) / calls if calls else 0.0,
         "rollout/infra_errors": float(sum(r.infra_errors for r in rollouts)),
         "rollout/format_errors": float(sum(r.format_errors for r in rollouts)),
         "rollout/completion_tokens": mean([len(r.tokens) for r in rollouts]),

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-CURVES = (("reward/mean", "reward"), ("reward/accuracy", "accuracy"), ("rollout/tool_calls", "tool calls per rollout"),
-          ("rollout/tool_error_rate", "tool error rate"))
+CURVES = (("reward_mean", "reward"), ("accuracy", "accuracy"), ("tool_calls_per_rollout", "tool calls per rollout"),
+          ("tool_error_rate", "tool error rate"))
 
 
 class RunLog:
@@ -47,26 +47,30 @@ def read_metrics(path: str | Path) -> list[dict[str, float]]:
     return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
 
 
-def plot_curves(metrics_path: str | Path, png_path: str | Path) -> bool:
-    """Reward, accuracy, tool calls and tool errors per step, one panel each; False
-    (and nothing written) when matplotlib is not installed or there is nothing to plot."""
-    rows = read_metrics(metrics_path)
+def plot_series(series: dict[str, list[tuple[float, float]]], png_path: str | Path, xlabel: str = "step") -> bool:
+    """One panel per named series of (x, y) points; False (and nothing written) when
+    matplotlib is not installed or there is nothing to plot."""
+    if not any(series.values()):
+        return False
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    if not rows:
-        return False
-    fig, axes = plt.subplots(1, len(CURVES), figsize=(4 * len(CURVES), 3))
-    for ax, (key, title) in zip(axes, CURVES):
-        points = [(r["step"], r[key]) for r in rows if key in r]
+    fig, axes = plt.subplots(1, len(series), figsize=(4 * len(series), 3), squeeze=False)
+    for ax, (title, points) in zip(axes[0], series.items()):
         if points:
             ax.plot(*zip(*points))
         ax.set_title(title)
-        ax.set_xlabel("step")
+        ax.set_xlabel(xlabel)
     fig.tight_layout()
     fig.savefig(png_path)
     plt.close(fig)
     return True
+
+
+def plot_curves(metrics_path: str | Path, png_path: str | Path) -> bool:
+    """Reward, accuracy, tool calls and tool errors per step from `metrics.jsonl`."""
+    rows = read_metrics(metrics_path)
+    return plot_series({title: [(r["step"], r[key]) for r in rows if key in r] for key, title in CURVES}, png_path)

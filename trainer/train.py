@@ -1,10 +1,9 @@
 """The training run: tasks in, a trained policy, `metrics.jsonl`, curves and checkpoints out.
 
-`train` builds the pieces from a `TrainerConfig` (the in-process torch policy and the
-byte tokenizer; other backends plug in behind `rollout.Policy` later), resumes from the
-newest checkpoint in `out_dir`, and runs `cfg.steps` steps with a progress bar. It does
-not parse a command line or start the tool server: the server must already be serving
-at `cfg.server`.
+`train` builds the pieces from a `TrainerConfig` (the backend it names, or a policy the
+caller built, e.g. after a supervised warm start), resumes from the newest checkpoint in
+`out_dir`, and runs `cfg.steps` steps with a progress bar. It does not parse a command
+line or start the tool server: the server must already be serving at `cfg.server`.
 """
 
 from __future__ import annotations
@@ -20,14 +19,15 @@ import torch
 from tqdm import tqdm
 
 from toolserver.client import AsyncToolClient
+from trainer.backends import build_policy, checkpoint_notes
 from trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trainer.config import TrainerConfig
 from trainer.formats import get_format
 from trainer.learner import Learner
-from trainer.policy_torch import default_model
+from trainer.policy import TrainablePolicy
 from trainer.rewards import AnswerChecker, RewardContext, Task, task_from_row
 from trainer.run_log import RunLog, plot_curves
-from trainer.tokenizer import ByteTokenizer
+from trainer.tokenizer import Tokenizer
 from trainer.tool_runner import ToolRunner
 
 
@@ -44,15 +44,15 @@ def step_tasks(tasks: Sequence[Task], step: int, cfg: TrainerConfig) -> list[Tas
     return rng.sample(list(tasks), min(cfg.prompts_per_step, len(tasks)))
 
 
-async def train(cfg: TrainerConfig, tasks: Sequence[Task], *, progress: bool = True) -> list[dict[str, float]]:
+async def train(cfg: TrainerConfig, tasks: Sequence[Task], *, policy: TrainablePolicy | None = None,
+                tokenizer: Tokenizer | None = None, progress: bool = True) -> list[dict[str, float]]:
     """Runs steps until `cfg.steps`; returns the metrics of the steps it ran."""
     cfg.validate()
-    if cfg.model != "tiny":
-        raise ValueError(f"model: only the in-process 'tiny' policy is available, not {cfg.model!r}")
     torch.set_num_threads(cfg.torch_threads)
-    tokenizer = ByteTokenizer()
-    model = default_model(tokenizer.vocab_size, cfg.seed)
-    fmt = get_format(cfg.format)
+    if policy is None or tokenizer is None:
+        policy, tokenizer = build_policy(cfg)
+    model = policy.model
+    fmt = get_format(cfg.format, cfg.instructions)
     out = Path(cfg.out_dir)
     log = RunLog(out)
     checker = AnswerChecker(cfg.reward_timeout_s)
@@ -63,22 +63,23 @@ async def train(cfg: TrainerConfig, tasks: Sequence[Task], *, progress: bool = T
             runner = ToolRunner(client, timeout_ms=cfg.tool_timeout_ms, memory_mb=cfg.tool_memory_mb,
                                 rpc_timeout_s=cfg.rpc_timeout_s)
             ctx = RewardContext(fmt, checker, runner, cfg.partial_credit)
-            learner = Learner(cfg, model, tokenizer, fmt, runner, ctx)
+            learner = Learner(cfg, policy, tokenizer, fmt, runner, ctx)
             start = 0
             latest = latest_checkpoint(out / "checkpoints")
             if latest is not None:
                 start, _ = load_checkpoint(latest, model, learner.optimizer)
-            config_note = {"config": json.dumps(dataclasses.asdict(cfg))}
+                policy.weights_updated()
+            notes = {"config": json.dumps(dataclasses.asdict(cfg)), **checkpoint_notes(policy)}
             bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not progress)
             for step in bar:
                 metrics = await learner.step(step_tasks(tasks, step, cfg))
                 metrics["tool/infra_errors_total"] = float(runner.stats.infra_errors)
                 log.log(step + 1, metrics)
                 ran.append(metrics)
-                bar.set_postfix(reward=f"{metrics['reward/mean']:.2f}", calls=f"{metrics['rollout/tool_calls']:.1f}")
+                bar.set_postfix(reward=f"{metrics['reward_mean']:.2f}", calls=f"{metrics['tool_calls_per_rollout']:.1f}")
                 done = step + 1
                 if done == cfg.steps or (cfg.checkpoint_every and done % cfg.checkpoint_every == 0):
-                    save_checkpoint(out / "checkpoints", done, model, learner.optimizer, config_note)
+                    save_checkpoint(out / "checkpoints", done, model, learner.optimizer, notes)
     finally:
         checker.close()
         log.close()

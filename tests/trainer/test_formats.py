@@ -88,3 +88,12 @@ def test_final_program_is_last_code_block():
 def test_unknown_format_is_refused():
     with pytest.raises(ValueError, match="unknown tool format"):
         get_format("xml")
+
+
+@pytest.mark.parametrize("name", ["torl", "rstar2"])
+def test_call_text_is_read_back_by_parse_call(name):
+    fmt = get_format(name)
+    code = 'x = "a\\nb"\nprint(x)'
+    text = fmt.call_text(code)
+    assert fmt.call_closed(text)
+    assert fmt.parse_call(text).code.rstrip("\n") == code

@@ -14,7 +14,7 @@ from toolserver.config import ConfigError
 from trainer.config import TrainerConfig, help_text
 from trainer.formats import ToRLFormat
 from trainer.learner import Learner, loss_inputs
-from trainer.policy_torch import TinyConfig, TinyTransformer
+from trainer.policy_torch import TinyConfig, TinyTransformer, TorchPolicy
 from trainer.rewards import AnswerChecker, RewardContext, task_from_row
 from trainer.rollout import Rollout
 from trainer.tokenizer import ByteTokenizer
@@ -51,20 +51,24 @@ async def test_rl_steps_against_the_server(trainer_server):
         async with AsyncToolClient(trainer_server.target) as client:
             runner = ToolRunner(client)
             ctx = RewardContext(ToRLFormat(), checker, runner)
-            learner = Learner(CFG, model, TOK, ToRLFormat(), runner, ctx)
+            learner = Learner(CFG, torch_policy(model, CFG), TOK, ToRLFormat(), runner, ctx)
             # logprobs recomputed for the loss line up with the sampler's: ratio 1 before an update
             rollouts = await learner.loop.run([TOK.encode("x")] * 2)
-            logprobs, old, mask = loss_inputs(model, rollouts, CFG.temperature)
+            logprobs, old, mask = loss_inputs(learner.policy, model, rollouts, CFG.temperature)
             assert mask.sum() > 0
             assert torch.allclose(logprobs[mask.bool()], old[mask.bool()], atol=1e-4)
             for _ in range(2):
                 metrics = await learner.step(TASKS)
                 assert metrics["roc/sampled"] == 8 and metrics["roc/kept"] == 4
-                assert 0.0 <= metrics["reward/mean"] <= 1.0 and metrics["reward/unscored"] == 0
+                assert 0.0 <= metrics["reward_mean"] <= 1.0 and metrics["reward/unscored"] == 0
                 assert "train/policy_loss" in metrics and "train/kl" in metrics
     finally:
         checker.close()
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def torch_policy(model: TinyTransformer, cfg: TrainerConfig) -> TorchPolicy:
+    return TorchPolicy(model, TOK.eos_id, temperature=cfg.temperature, seed=cfg.seed)
 
 
 def imitate(model: TinyTransformer, prompt: list[int], completion: list[int], steps: int = 150) -> None:
@@ -95,12 +99,12 @@ async def test_rl_steps_with_tool_calls_and_rewards(trainer_server):
     try:
         async with AsyncToolClient(trainer_server.target) as client:
             runner = ToolRunner(client)
-            learner = Learner(cfg, model, TOK, fmt, runner, RewardContext(fmt, checker, runner))
+            learner = Learner(cfg, torch_policy(model, cfg), TOK, fmt, runner, RewardContext(fmt, checker, runner))
             metrics = [await learner.step([task]) for _ in range(2)]
     finally:
         checker.close()
-    assert all(m["rollout/tool_calls"] > 0.5 for m in metrics)
-    assert all(m["reward/accuracy"] > 0.5 for m in metrics)
+    assert all(m["tool_calls_per_rollout"] > 0.5 for m in metrics)
+    assert all(m["accuracy"] > 0.5 for m in metrics)
     assert runner.stats.outcomes.get("OK", 0) >= 4 and runner.stats.infra_errors == 0
 
 
@@ -120,7 +124,7 @@ async def test_micro_batches_give_the_same_update_as_one_batch():
             model = copy.deepcopy(base)
             cfg = dataclasses.replace(CFG, micro_batch_size=size, kl_coef=0.1, learning_rate=1e-2)
             runner = ToolRunner(client)
-            learner = Learner(cfg, model, TOK, ToRLFormat(), runner, RewardContext(ToRLFormat(), None, runner))
+            learner = Learner(cfg, torch_policy(model, cfg), TOK, ToRLFormat(), runner, RewardContext(ToRLFormat(), None, runner))
             metrics = learner.update(rollouts, advantages)
             results.append((metrics, [p.detach().clone() for p in model.parameters()]))
     (m1, p1), *others = results

@@ -128,4 +128,4 @@ async def test_rollouts_do_not_wait_for_each_others_tool_calls(trainer_server):
     assert policy.batches[0] == ["SLOW:", "FAST:"]
     assert policy.batches[1] == ["FAST:"]
     metrics = rollout_metrics(rollouts)
-    assert metrics["rollout/tool_calls"] == 2.0 and metrics["rollout/finish_eos"] == 1.0
+    assert metrics["tool_calls_per_rollout"] == 2.0 and metrics["rollout/finish_eos"] == 1.0

@@ -1,0 +1,55 @@
+"""`python -m trainer train | eval | dataset` as a user runs them, against the real server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def trainer(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "trainer", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def small_run(tmp_path: Path) -> Path:
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"problem": "What is 6*7?", "answer": "42"}) + "\n"
+                    + json.dumps({"problem": "Print hi.", "tests": [{"input": "", "output": "hi"}]}) + "\n")
+    config = tmp_path / "run.toml"
+    config.write_text(f'dataset = "{data}"\nprompts_per_step = 2\ngroup_size = 2\nroc = false\n'
+                      "max_completion_tokens = 24\nmax_observation_tokens = 8\ninstructions = false\n"
+                      "torch_threads = 1\nlearning_rate = 1e-4\n")
+    return config
+
+
+def test_train_then_eval_its_checkpoint(trainer_server, tmp_path):
+    config = small_run(tmp_path)
+    out = tmp_path / "run"
+    done = trainer("train", "--config", str(config), "--server", trainer_server.target, "--out", str(out),
+                   "--steps", "2")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["train/rollouts"] == 4.0
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 2
+    checkpoint = out / "checkpoints" / "step-000002.safetensors"
+    assert checkpoint.exists()
+
+    evaluated = trainer("eval", "--config", str(config), "--server", trainer_server.target, "--model",
+                        str(checkpoint), "--samples", "2", "--k", "1,2")
+    assert evaluated.returncode == 0, evaluated.stderr
+    result = json.loads(evaluated.stdout)
+    assert result["problems"] == 2 and result["samples"] == 2 and 0 <= result["pass@1"] <= result["pass@2"] <= 1
+
+
+def test_bad_config_is_a_clear_error(tmp_path):
+    config = tmp_path / "bad.toml"
+    config.write_text("stepz = 3\n")
+    done = trainer("train", "--config", str(config))
+    assert done.returncode == 2 and "unknown trainer config keys: stepz" in done.stderr
+    done = trainer("eval", "--config", str(small_run(tmp_path)), "--model", str(tmp_path / "missing.safetensors"))
+    assert done.returncode == 2 and "no checkpoint at" in done.stderr
+    done = trainer("train")
+    assert done.returncode == 2 and "dataset" in done.stderr

