@@ -2,7 +2,9 @@
 
 One file per checkpoint, `step-000010.safetensors` in a directory: tensors named
 `model.<param>` and `optim.<index>.<key>`, and in the metadata the step, the optimiser's
-param groups (JSON) and any caller's notes. No pickle is read back: loading a checkpoint
+param groups (JSON) and any caller's notes. Weights that share memory (a language model's
+output layer tied to its embedding) are stored once, the other names listed in the
+`tied` note and filled in on load. No pickle is read back: loading a checkpoint
 cannot run code. It does not choose when to save (the training loop does).
 """
 
@@ -26,8 +28,19 @@ def checkpoint_path(directory: str | Path, step: int) -> Path:
 def save_checkpoint(directory: str | Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None,
                     notes: dict[str, str] | None = None) -> Path:
     """Writes `step-NNNNNN.safetensors` atomically; without an optimiser, weights only."""
-    tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()}
+    tensors: dict[str, torch.Tensor] = {}
+    tied: dict[str, str] = {}
+    stored: dict[tuple[int, int, tuple[int, ...]], str] = {}
+    for name, value in model.state_dict().items():
+        where = (value.untyped_storage().data_ptr(), value.storage_offset(), tuple(value.shape))
+        if where in stored:
+            tied[name] = stored[where]
+        else:
+            stored[where] = name
+            tensors[f"model.{name}"] = value.detach().contiguous()
     metadata = {"step": str(step), **(notes or {})}
+    if tied:
+        metadata["tied"] = json.dumps(tied)
     if optimizer is not None:
         state = optimizer.state_dict()
         for index, slots in state["state"].items():
@@ -67,6 +80,8 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer: torch.o
             else:
                 index, _, key = rest.partition(".")
                 slots.setdefault(int(index), {})[key] = f.get_tensor(name)
+    for name, source in json.loads(metadata.get("tied", "{}")).items():
+        model_state[name] = model_state[source]
     model.load_state_dict(model_state)
     if optimizer is not None and "param_groups" in metadata:
         optimizer.load_state_dict({"state": slots, "param_groups": json.loads(metadata["param_groups"])})

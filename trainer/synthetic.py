@@ -69,13 +69,13 @@ def tool_trace(problem: Problem, fmt: ToolFormat, tokenizer: Tokenizer, observat
     call = tokenizer.encode(fmt.call_text(problem.code))
     observation = fmt.observation_ids(problem.answer, tokenizer, observation_budget)
     final = tokenizer.encode(f"\\boxed{{{problem.answer}}}") + [tokenizer.eos_id]
-    return Trace(tokenizer.encode(fmt.prompt(problem.question)), call + observation + final,
+    return Trace(tokenizer.prompt_ids(fmt.prompt(problem.question)), call + observation + final,
                  [1] * len(call) + [0] * len(observation) + [1] * len(final))
 
 
 def direct_trace(problem: Problem, fmt: ToolFormat, tokenizer: Tokenizer) -> Trace:
     final = tokenizer.encode(f"\\boxed{{{problem.answer}}}") + [tokenizer.eos_id]
-    return Trace(tokenizer.encode(fmt.prompt(problem.question)), final, [1] * len(final))
+    return Trace(tokenizer.prompt_ids(fmt.prompt(problem.question)), final, [1] * len(final))
 
 
 def warm_start_traces(train: list[Problem], fmt: ToolFormat, tokenizer: Tokenizer, *, tool_share: float,

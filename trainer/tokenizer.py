@@ -17,6 +17,10 @@ class Tokenizer(Protocol):
 
     def decode(self, ids: Sequence[int]) -> str: ...
 
+    def prompt_ids(self, text: str) -> list[int]:
+        """A task's prompt as ids: the text itself, or wrapped in a chat model's template."""
+        ...
+
 
 class ByteTokenizer:
     """UTF-8 bytes as ids; special ids (EOS) decode to nothing."""
@@ -29,3 +33,6 @@ class ByteTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
+
+    def prompt_ids(self, text: str) -> list[int]:
+        return self.encode(text)

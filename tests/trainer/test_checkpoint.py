@@ -39,3 +39,24 @@ def test_resume_restores_weights_and_optimizer(tmp_path):
 
 def test_no_checkpoint_yet(tmp_path):
     assert latest_checkpoint(tmp_path) is None
+
+
+class Tied(torch.nn.Module):
+    """An embedding and an output layer sharing one weight, as most language models do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(5, 3)
+        self.head = torch.nn.Linear(3, 5, bias=False)
+        self.head.weight = self.embed.weight
+
+
+def test_tied_weights_are_stored_once_and_stay_tied(tmp_path):
+    torch.manual_seed(0)
+    model = Tied()
+    path = save_checkpoint(tmp_path, 1, model, torch.optim.AdamW(model.parameters()))
+    other = Tied()
+    _, meta = load_checkpoint(path, other)
+    assert meta["tied"] == '{"head.weight": "embed.weight"}'
+    assert torch.equal(other.embed.weight, model.embed.weight)
+    assert other.head.weight is other.embed.weight

@@ -31,3 +31,7 @@ def test_demo_writes_metrics_summary_and_curves(trainer_server, tmp_path):
         assert (tmp_path / png).read_bytes().startswith(b"\x89PNG")
     assert list((tmp_path / "warm_start").glob("step-*.safetensors"))
     assert list((tmp_path / "checkpoints").glob("step-000002.safetensors"))
+
+    again = run_demo(dataclasses.replace(cfg, rl=dataclasses.replace(cfg.rl, steps=1)), progress=False)
+    assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [1], "a demo never resumes"
+    assert again["seconds"]["rl"] > 0

@@ -75,6 +75,18 @@ def test_encode_decode_round_trip(model_dir):
     assert tok.decode(ids + [tok.eos_id]) == text
 
 
+def test_prompt_in_the_chat_template(model_dir):
+    _, plain = load_hf_policy(model_dir)
+    assert plain.prompt_ids("What is 1+1?") == plain.encode("What is 1+1?")
+    with pytest.raises(ValueError, match="no chat template"):
+        load_hf_policy(model_dir, chat_template=True)
+    raw = copy.deepcopy(plain.tokenizer)
+    raw.chat_template = ("{% for m in messages %}<user>{{ m['content'] }}</user>{% endfor %}"
+                         "{% if add_generation_prompt %}<assistant>{% endif %}")
+    chat = HFTokenizer(raw, chat_template=True)
+    assert chat.decode(chat.prompt_ids("What is 1+1?")) == "<user>What is 1+1?</user><assistant>"
+
+
 def test_generate_respects_budgets_per_row(model_dir):
     policy, tok = load_hf_policy(model_dir)
     never_eos = with_head(policy, tok.eos_id, -1e4)
