@@ -36,7 +36,7 @@ from toolserver.errors import PermissionDenied, Unauthenticated
 
 TOOLS = ("python", "search", "lean")
 HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-POLICY_KEYS = {"token_sha256", "tools", "indexes", "lean_headers", "max_timeout_ms", "max_memory_mb",
+POLICY_KEYS = {"token_sha256", "tools", "indexes", "lean_headers", "max_timeout_ms", "max_lean_timeout_ms", "max_memory_mb",
                "max_output_bytes", "max_inflight", "max_sessions"}
 
 
@@ -47,6 +47,7 @@ class CallerPolicy:
     indexes: frozenset[str] | None = None        # None: every index the server serves
     lean_headers: frozenset[str] | None = None   # None: every header
     max_timeout_ms: int = 0                      # 0: the server's cap
+    max_lean_timeout_ms: int = 0                 # Lean calls; 0: the server's lean.max_timeout_ms
     max_memory_mb: int = 0
     max_output_bytes: int = 0
     max_inflight: int = 0                        # 0: no cap of its own
@@ -74,6 +75,17 @@ class CallerPolicy:
         for name, cap in self.caps().items():
             if cap and asked.get(name, 0) > cap:
                 raise PermissionDenied(f"limits.{name} {asked[name]} exceeds caller {self.name!r}'s maximum of {cap}")
+
+
+    def lean_timeout_ms(self, asked: int, default_ms: int) -> int:
+        """A Lean call's wall time: what it asked for, else the server's default, never
+        above this caller's Lean maximum (proofs need far longer than Python calls, so
+        Lean has a cap of its own)."""
+        cap = self.max_lean_timeout_ms
+        if cap and asked > cap:
+            raise PermissionDenied(f"limits.timeout_ms {asked} exceeds caller {self.name!r}'s Lean maximum of {cap} "
+                                   "(max_lean_timeout_ms)")
+        return asked or min(default_ms, cap or default_ms)
 
 
 OPEN_POLICY = CallerPolicy(name="anonymous", tools=frozenset(TOOLS))
@@ -151,13 +163,16 @@ def _policy(name: str, table: Any) -> tuple[CallerPolicy, str]:
     if tools - set(TOOLS):
         raise ConfigError(f"{where}.tools: unknown tool(s) {', '.join(sorted(tools - set(TOOLS)))}")
     numbers = {}
-    for key in ("max_timeout_ms", "max_memory_mb", "max_output_bytes", "max_inflight", "max_sessions"):
+    for key in ("max_timeout_ms", "max_lean_timeout_ms", "max_memory_mb", "max_output_bytes", "max_inflight",
+                "max_sessions"):
         value = table.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise ConfigError(f"{where}.{key} must be a non-negative integer")
         numbers[key] = value
     if numbers["max_sessions"] and "python" not in tools:
         raise ConfigError(f"{where}.max_sessions is set but the python tool is not granted")
+    if numbers["max_lean_timeout_ms"] and "lean" not in tools:
+        raise ConfigError(f"{where}.max_lean_timeout_ms is set but the lean tool is not granted")
     policy = CallerPolicy(name=name, tools=frozenset(tools), indexes=_names(table, "indexes", where),
                           lean_headers=_names(table, "lean_headers", where), **numbers)
     return policy, digest
@@ -172,9 +187,12 @@ def _names(table: dict[str, Any], key: str, where: str) -> frozenset[str] | None
     return frozenset(value)
 
 
-def validate_against_settings(policies: Policies, caps: dict[str, int]) -> None:
+def validate_against_settings(policies: Policies, caps: dict[str, int], lean_max_timeout_ms: int) -> None:
     """Refuses policies whose maxima exceed what the server itself allows."""
     for policy in policies.by_hash.values():
+        if policy.max_lean_timeout_ms > lean_max_timeout_ms:
+            raise ConfigError(f"callers.{policy.name}.max_lean_timeout_ms ({policy.max_lean_timeout_ms}) exceeds "
+                              f"the server's lean.max_timeout_ms ({lean_max_timeout_ms})")
         for name, cap in policy.caps().items():
             if cap > caps[name]:
                 raise ConfigError(f"callers.{policy.name}.max_{name.removeprefix('max_')} ({cap}) exceeds "

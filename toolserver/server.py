@@ -105,7 +105,8 @@ def load_caller_policies(settings: Settings) -> Policies:
     policies = load_policies(settings.auth.policy_file or None)
     validate_against_settings(policies, {"timeout_ms": settings.limits.timeout_ms,
                                          "memory_mb": settings.limits.memory_mb,
-                                         "max_output_bytes": settings.limits.max_output_bytes})
+                                         "max_output_bytes": settings.limits.max_output_bytes},
+                              settings.lean.max_timeout_ms)
     authenticated = not policies.open or bool(settings.server.tls_client_ca)
     if settings.server.host not in LOOPBACK_HOSTS and not authenticated and not settings.auth.allow_open_bind:
         raise ConfigError(f"refusing to listen on {settings.server.host} with no caller tokens "

@@ -181,9 +181,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         if tool == "search":
             return await executor.search(call, request.request_id, caller.indexes)
         arguments = call if isinstance(call, LeanArguments) else LeanArguments(call)
-        asked = request.limits.timeout_ms
-        caller.check_limits({"timeout_ms": asked})
-        timeout_ms = asked or min(executor.settings.default_timeout_ms, caller.max_timeout_ms or 2**31)
+        timeout_ms = caller.lean_timeout_ms(request.limits.timeout_ms, executor.settings.default_timeout_ms)
         return await executor.check(arguments.call, request.request_id, timeout_ms, caller.lean_headers,
                                     statement=arguments.statement)
 

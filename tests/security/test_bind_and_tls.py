@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -9,7 +10,8 @@ import pytest
 
 from toolserver.client import ToolClient, Unavailable
 from toolserver.config import ConfigError
-from toolserver.policy import load_policies, token_hash
+from toolserver.errors import PermissionDenied
+from toolserver.policy import load_policies, token_hash, validate_against_settings
 
 from tests.conftest import ROOT
 
@@ -30,6 +32,7 @@ def test_open_server_beyond_loopback_refuses_to_start():
     (f"[callers.x]\ntoken_sha256 = '{token_hash('t')}'\ntools = ['python']\ncolour = 1\n", "unknown key"),
     (f"[callers.x]\ntoken_sha256 = '{token_hash('t')}'\ntools = ['shell']\n", "unknown tool"),
     (f"[callers.x]\ntoken_sha256 = '{token_hash('t')}'\ntools = ['search']\nmax_sessions = 1\n", "python tool"),
+    (f"[callers.x]\ntoken_sha256 = '{token_hash('t')}'\ntools = ['python']\nmax_lean_timeout_ms = 9\n", "lean tool"),
     (f"[callers.x]\ntoken_sha256 = '{token_hash('t')}'\ntools = ['python']\n"
      f"[callers.y]\ntoken_sha256 = '{token_hash('t')}'\ntools = ['python']\n", "same token_sha256"),
     ("[people.x]\n", "unknown table"),
@@ -59,3 +62,22 @@ def test_mutual_tls_admits_only_clients_with_a_certificate(mtls_server, tls_file
         with ToolClient(mtls_server.target, timeout_s=10, **kwargs) as client, pytest.raises(Unavailable):
             client.run_python("1")
     assert "TLS" in mtls_server.output()
+
+
+def test_lean_has_its_own_maximum_checked_against_the_lean_settings(tmp_path):
+    policies = tmp_path / "policies.toml"
+    policies.write_text(f"[callers.prover]\ntoken_sha256 = '{token_hash('t')}'\ntools = ['lean']\n"
+                        "max_timeout_ms = 5000\nmax_lean_timeout_ms = 120000\n")
+    loaded = load_policies(policies)
+    caps = {"timeout_ms": 10_000, "memory_mb": 1024, "max_output_bytes": 65_536}
+    validate_against_settings(loaded, caps, lean_max_timeout_ms=300_000)  # above limits.timeout_ms: fine
+    with pytest.raises(ConfigError, match="exceeds the server's lean.max_timeout_ms"):
+        validate_against_settings(loaded, caps, lean_max_timeout_ms=60_000)
+    (prover,) = loaded.by_hash.values()
+    assert prover.lean_timeout_ms(0, default_ms=60_000) == 60_000
+    assert prover.lean_timeout_ms(90_000, default_ms=60_000) == 90_000
+    with pytest.raises(PermissionDenied, match="Lean maximum of 120000"):
+        prover.lean_timeout_ms(200_000, default_ms=60_000)
+    short = dataclasses.replace(prover, max_lean_timeout_ms=20_000)
+    assert short.lean_timeout_ms(0, default_ms=60_000) == 20_000
+    assert dataclasses.replace(prover, max_lean_timeout_ms=0).lean_timeout_ms(0, default_ms=60_000) == 60_000

@@ -202,7 +202,8 @@ def test_example_policies_load_and_let_the_server_listen_on_every_address(tmp_pa
     settings = configmap_settings(tmp_path, "toolserver.toml", policy_file=str(policies))
     validate_against_settings(loaded, {"timeout_ms": settings.limits.timeout_ms,
                                        "memory_mb": settings.limits.memory_mb,
-                                       "max_output_bytes": settings.limits.max_output_bytes})
+                                       "max_output_bytes": settings.limits.max_output_bytes},
+                              settings.lean.max_timeout_ms)
     assert settings.server.host not in LOOPBACK_HOSTS
     assert not load_caller_policies(settings).open  # the bind rule is satisfied by tokens
     secret = deployment()["spec"]["template"]["spec"]["volumes"]
