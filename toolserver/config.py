@@ -110,7 +110,8 @@ class SessionSettings:
     max_sessions: int = 4             # open Jupyter kernels; past it RESOURCE_EXHAUSTED
     idle_timeout_s: int = 600         # a session unused this long is closed
     start_timeout_s: float = 60.0     # for a kernel to answer kernel_info
-    memory_mb: int = 0                # firejail --rlimit-as of each kernel; 0: none (see README)
+    memory_mb: int = 2048             # firejail --rlimit-as of each kernel (address space; a kernel
+                                      # with sympy and numpy loaded maps about 370 MB); 0: none
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,15 @@ def test_session_timeout_interrupts_and_keeps_the_session(client):
     client.stub.CloseSession(pb.CloseSessionRequest(session_id=session.session_id), timeout=30)
 
 
+def test_session_memory_is_capped_by_default_and_the_session_survives(client):
+    session = open_session(client)
+    assert in_session(client, session.session_id, "import numpy, sympy\nkept = 7").outcome == pb.OK
+    response = in_session(client, session.session_id, "big = bytearray(3 * 1024**3)", timeout_ms=20000)
+    assert response.outcome == pb.MEMORY_LIMIT, response
+    assert in_session(client, session.session_id, "kept * 6").python.value == "42"
+    client.stub.CloseSession(pb.CloseSessionRequest(session_id=session.session_id), timeout=30)
+
+
 def test_session_stdin_feeds_input(client):
     session = open_session(client)
     response = in_session(client, session.session_id, "a = input()\nb = input()\nint(a) * int(b)", stdin="6\n7\n")
