@@ -113,7 +113,8 @@ class Learner:
                 if self.reference is not None:
                     with torch.no_grad():
                         reference = loss_inputs(self.policy, self.reference, part, self.cfg.temperature)[0]
-                loss, parts = clipped_token_loss(logprobs, old, advantages[chunk.start:chunk.stop], mask,
+                part_advantages = advantages[chunk.start:chunk.stop].to(logprobs.device)  # the model's device
+                loss, parts = clipped_token_loss(logprobs, old, part_advantages, mask,
                                                  clip_low=self.cfg.clip_low, clip_high=self.cfg.clip_high,
                                                  ref_logprobs=reference, kl_coef=self.cfg.kl_coef)
                 weight = float(mask.sum()) / total
