@@ -6,7 +6,8 @@ value), `tool_runner` (batched calls on one ExecuteStream, with retry of infrast
 failures), `rewards` (rewards by name; code tests run on the server), `grpo` and `roc`
 (advantages, clipped loss, down-sampling), `rollout` (the multi-turn loop and the
 `Policy` interface), `policy` (what the learner needs of a backend), `policy_torch`,
-`policy_hf` and `policy_vllm` (the backends), `backends` (the one a config names),
+`policy_hf` and `policy_vllm` (the backends), `sampling` (a sampling round both
+in-process backends share), `backends` (the one a config names),
 `learner` (one RL step), `sft` (supervised warm start), `evaluate` (pass@k),
 `checkpoint`, `run_log` and `train` (a run with resume), `synthetic` and `demo` (the CPU
 demo), `datasets` (CHAMP as JSONL), `local_server` (a server for one run). The trainer

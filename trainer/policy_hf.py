@@ -28,6 +28,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 from transformers.cache_utils import Cache
 
 from trainer.rollout import Generation, StopFn
+from trainer.sampling import sample_round
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -121,16 +122,9 @@ class HFPolicy:
         ids, mask = left_pad([contexts[i] for i in rows], self.pad_id, self.device)
         logits, cache = self._next_logits(ids, mask, None)
         while True:
-            logp = F.log_softmax(logits.float() / self.temperature, dim=-1)
-            nxt = torch.multinomial(logp.exp(), 1, generator=self.generator)
-            chosen = logp.gather(-1, nxt).squeeze(-1).tolist()
-            live = []
-            for j, (i, token) in enumerate(zip(rows, nxt.squeeze(-1).tolist())):
-                gen = out[i]
-                gen.tokens.append(token)
-                gen.logprobs.append(chosen[j])
-                if token != self.eos_id and len(gen.tokens) < max_new_tokens[i] and not stop(gen.tokens):
-                    live.append(j)
+            nxt, live = sample_round(logits, rows, out, temperature=self.temperature,
+                                     generator=self.generator, eos_id=self.eos_id,
+                                     max_new_tokens=max_new_tokens, stop=stop)
             if not live:
                 return out
             if len(live) < len(rows):

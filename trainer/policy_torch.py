@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainer.rollout import Generation, StopFn
+from trainer.sampling import sample_round
 
 
 @dataclass(frozen=True)
@@ -146,16 +147,9 @@ class TorchPolicy:
         ids, mask = left_pad([contexts[i] for i in rows], self.model.cfg.pad_id)
         logits, cache = self.model(ids, mask)
         while True:
-            logp = F.log_softmax(logits[:, -1].float() / self.temperature, dim=-1)
-            nxt = torch.multinomial(logp.exp(), 1, generator=self.generator)
-            chosen = logp.gather(-1, nxt).squeeze(-1).tolist()
-            live = []
-            for j, (i, token) in enumerate(zip(rows, nxt.squeeze(-1).tolist())):
-                gen = out[i]
-                gen.tokens.append(token)
-                gen.logprobs.append(chosen[j])
-                if token != self.eos_id and len(gen.tokens) < max_new_tokens[i] and not stop(gen.tokens):
-                    live.append(j)
+            nxt, live = sample_round(logits[:, -1], rows, out, temperature=self.temperature,
+                                     generator=self.generator, eos_id=self.eos_id,
+                                     max_new_tokens=max_new_tokens, stop=stop)
             if not live:
                 return out
             if len(live) < len(rows):
