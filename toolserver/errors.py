@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import grpc
 
+from toolserver.text import valid_text
+
 
 class RequestError(Exception):
     """Base class: the request itself cannot be served."""
@@ -54,5 +56,5 @@ class ToolUnavailable(RequestError):
 def status_of(error: Exception) -> tuple[grpc.StatusCode, str]:
     """The gRPC status and message a request error is answered with."""
     if isinstance(error, RequestError):
-        return error.code, str(error)
+        return error.code, valid_text(str(error))
     return grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}"

@@ -27,6 +27,7 @@ from toolserver.lean.header import HeaderError, SplitSource, parse_header, split
 from toolserver.lean.pool import ReplOutcome, ReplPool
 from toolserver.lean.repl import Toolchain
 from toolserver.lean.settings import LeanSettings
+from toolserver.text import valid_text
 from toolserver.tools import json_arguments
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -273,10 +274,10 @@ class LeanExecutor:
         messages = []
         for entry in entries[:self.settings.max_messages]:
             line, column = _position(entry)
-            text = str(entry.get("data", ""))
+            text = valid_text(str(entry.get("data", "")))
             if len(text) > self.settings.max_message_chars:
                 text, truncated = text[:self.settings.max_message_chars], True
-            messages.append(pb.LeanMessage(severity=str(entry.get("severity", "info")),
+            messages.append(pb.LeanMessage(severity=valid_text(str(entry.get("severity", "info"))),
                                            line=0 if in_header else source.caller_line(line),
                                            column=0 if in_header else column, text=text))
         sorry_warnings = sum(1 for m in entries if m.get("severity") == "warning" and SORRY_WARNING in str(m.get("data")))

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
+from toolserver.text import valid_text
 
 
 class CorpusError(ValueError):
@@ -63,7 +64,7 @@ def document_from(record: object) -> Document:
         raise ValueError("needs 'text' (with optional 'title') or 'contents'")
     if not (title.strip() or text.strip()):
         raise ValueError("has neither title nor text")
-    return Document(doc_id, title.strip(), text.strip())
+    return Document(valid_text(doc_id), valid_text(title.strip()), valid_text(text.strip()))
 
 
 def read_corpus(path: str | Path) -> Iterator[Document]:
