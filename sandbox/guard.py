@@ -1,34 +1,43 @@
-"""The Python-level policy inside a jailed call: an import allow-list and denied actions.
+"""The Python-level policy inside a jailed call or session: denied modules, an optional
+import allow-list, and denied actions.
 
-Like `sandbox/zygote.py`, this source runs inside the jail, sent over the zygote's
-control pipe, and imports nothing from the project. The zygote calls
-`remove_denied_modules` once, after its preloads, so that no forked child inherits a
-denied module (ctypes, subprocess, ... that sympy and numpy import) in `sys.modules` or
-as an attribute of another module; each child calls `install_guard` before the
-caller's code runs:
+Like `sandbox/zygote.py`, this source runs inside the jail, sent over a control pipe,
+and imports nothing from the project. A zygote (or a session kernel) calls
+`remove_denied_modules` once, after its preloads, so that no call inherits a denied
+module in `sys.modules` or as an attribute of another module; each call (each kernel)
+then calls `install_guard` before the caller's code runs.
 
-- imports: a denied module (socket, subprocess, ctypes, ...) cannot be imported by
-  anyone, through `import`, `__import__`, importlib or `sys.modules`; a module that
-  is not on the allow-list cannot be imported by name from the caller's code (a
-  library imports what it needs);
-- actions: an audit hook (PEP 578, which cannot be removed once added) refuses the
-  operations that reach the network, processes, native code, other processes' memory
-  and hand-made bytecode: socket creation and name lookups, subprocess, os.system /
-  exec / spawn / fork, os.kill, ctypes, code objects built by hand, marshal outside
-  the import system, gc's object walks, and opening /proc/*/mem and the like.
+- Denied modules (native memory: ctypes, cffi; `_posixsubprocess`, whose fork_exec
+  starts processes with no audit event) load for nobody, however the import is
+  spelled: `import`, `__import__`, `importlib.import_module`, the import machinery
+  (finders, `_imp.create_builtin`, `_imp.create_dynamic` under any module name), or
+  `sys.modules`. A standard module that imports one when it loads (subprocess) is
+  loaded before the removal, so it stays importable and refuses only on use.
+- The allow-list, when a profile has one, is checked for imports by name from the
+  caller's own code (`__main__`): `import`, `__import__`, `importlib.import_module` and
+  finders; a library imports what it needs. The default profile has none.
+- Actions are refused by an audit hook (PEP 578, which cannot be removed once added):
+  the network (any socket but a Unix socket pair, name lookups, connect, bind, send to
+  an address), new processes (subprocess, os.system / exec / spawn / posix_spawn / fork
+  / forkpty), signals to other processes, ctypes, code objects built by the call's own
+  code (libraries may: `types.coroutine` does), marshal outside the import system, gc's
+  object walks (they reach around this policy) and opening /proc/*/mem and the like.
+  So socket, ssl, subprocess, multiprocessing and asyncio import and work for what
+  needs no network and no new process.
 
 A refusal raises `ImportDenied` or `ActionDenied`; uncaught, the call's outcome is
-DENIED, naming what was refused.
+DENIED, naming what was refused; code that catches it goes on.
 
-What this does NOT do: it is a policy layer, not the sandbox. CPython has no
-in-process isolation: code that reaches a native-code primitive this layer does not
-know of (an already-loaded C function with no audit event, an interpreter bug) gets
-past it. The firejail jail around the worker (no network, seccomp, no capabilities,
-non-root uid, read-only filesystem, rlimits) is the boundary, and `tests/security/`
-checks that it holds with this layer switched off.
+What this does NOT do: it is a policy layer, not the sandbox. CPython has no in-process
+isolation: code that reaches a native-code primitive this layer does not know of (an
+already-loaded C function with no audit event, an interpreter bug) gets past it. The
+firejail jail around the worker (no network, seccomp, no capabilities, non-root uid,
+read-only filesystem, rlimits) is the boundary, and `tests/security/` checks that it
+holds with this layer switched off.
 """
 
 import builtins
+import importlib
 import os
 import re
 import sys
@@ -37,11 +46,19 @@ import types
 PROC_MEMORY = re.compile(r"^/(proc/(self|thread-self|\d+)(/task/\d+)?/(mem|pagemap)|proc/kcore|dev/(k?mem|port))$")
 DENIED_EVENT_PREFIXES = ("socket.", "subprocess.", "ctypes.", "pty.", "os.exec", "os.posix_spawn", "os.spawn")
 DENIED_EVENTS = frozenset({
-    "os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg", "signal.pthread_kill",
-    "code.__new__", "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-    "sys.remote_exec", "_posixsubprocess.fork_exec",
+    "os.system", "os.fork", "os.forkpty", "gc.get_objects", "gc.get_referrers",
+    "gc.get_referents", "sys.remote_exec", "_posixsubprocess.fork_exec",
 })
+CALLERS_OWN_EVENTS = frozenset({"code.__new__"})  # refused when the call's own code does it
+ALLOWED_SOCKET_EVENTS = frozenset({"socket.gethostname"})
+SIGNAL_EVENTS = frozenset({"os.kill", "os.killpg", "signal.pthread_kill"})
+FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames", "object.__getattr__"})
+AF_UNIX = 1
+IMPORT_MACHINERY = ("importlib", "_frozen_importlib")
 BYTECODE_LOADER = "_compile_bytecode"
+CREATE_BUILTIN = "sandbox.create_builtin"
+# Standard modules that import a denied module when they load, kept importable.
+LOAD_BEFORE_REMOVAL = ("subprocess",)
 
 
 class ImportDenied(ImportError):
@@ -63,12 +80,29 @@ def top_level(name):
     return name.partition(".")[0]
 
 
-def remove_denied_modules(denied):
-    """Drops every denied module from sys.modules and from the namespaces of the others.
+def is_denied(name, denied):
+    """Whether a module name (or any part of it) names a denied module: an extension
+    loaded as `pkg._ctypes` still runs `_ctypes`' init."""
+    return isinstance(name, str) and any(part in denied for part in name.split("."))
 
-    Returns the names removed. Runs once in the zygote, before any call forks from it.
-    """
-    removed = sorted(name for name in sys.modules if top_level(name) in denied)
+
+def denied_function(module, name):
+    def refuse(*args, **kwargs):
+        raise ActionDenied(f"{module}.{name} is not allowed in the sandbox")
+    refuse.__name__ = name
+    return refuse
+
+
+def remove_denied_modules(denied):
+    """Drops every denied module from sys.modules and from the namespaces of the others,
+    where functions of theirs are replaced by ones that refuse. Returns the names removed.
+    Runs once, before any call's code."""
+    for name in LOAD_BEFORE_REMOVAL:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    removed = sorted(name for name in sys.modules if is_denied(name, denied))
     gone = {id(sys.modules[name]) for name in removed}
     for name in removed:
         del sys.modules[name]
@@ -79,41 +113,129 @@ def remove_denied_modules(denied):
         for attribute, value in list(namespace.items()):
             if isinstance(value, types.ModuleType) and id(value) in gone:
                 namespace[attribute] = DeniedModule(value.__name__)
+            elif isinstance(value, types.BuiltinFunctionType) and is_denied(getattr(value, "__module__", None), denied):
+                namespace[attribute] = denied_function(value.__module__, value.__name__)
     return removed
 
 
+def importer_is_callers_code(depth):
+    """Whether the frame depth levels up, past the import machinery, is the call's own code."""
+    frame = sys._getframe(depth + 1)
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(IMPORT_MACHINERY):
+        frame = frame.f_back
+    return frame is not None and frame.f_globals.get("__name__") == "__main__"
+
+
+def create_builtin(spec):
+    """Stands for `_imp.create_builtin`: the module is made by the audit hook, which alone
+    holds the original, so that a denied builtin module cannot be made afresh."""
+    name = getattr(spec, "name", None)
+    if type(name) is not str:
+        raise TypeError("create_builtin needs a spec with a str name")
+    made = []
+    sys.audit(CREATE_BUILTIN, name, made)
+    if not made:
+        raise ImportDenied(f"import of {name!r} is not allowed in the sandbox")
+    if isinstance(made[0], BaseException):
+        raise made[0]
+    return made[0]
+
+
+def builtin_maker(original, denied, busy):
+    """An audit hook that makes builtin modules for create_builtin. It never raises (a
+    traceback would show its frame), and while it runs, frames cannot be walked."""
+    namespace = types.SimpleNamespace
+
+    def make(event, args):
+        if event != CREATE_BUILTIN or len(args) != 2 or type(args[0]) is not str or type(args[1]) is not list:
+            return
+        name, made = args
+        if is_denied(name, denied):
+            return
+        busy.append(True)
+        try:
+            made.append(original(namespace(name=name)))
+        except BaseException as exc:
+            made.append(exc.with_traceback(None))
+        finally:
+            busy.pop()
+    return make
+
+
 def install_guard(allowed, denied, writable_dirs):
-    """Installs the import guard and the audit hook in this process, for good."""
-    allowed, denied = frozenset(allowed), frozenset(denied)
+    """Installs the import guard and the audit hooks in this process, for good.
+
+    allowed: the top-level modules the call's own code may import, or None for every
+    module that is not denied."""
+    allowed = None if allowed is None else frozenset(allowed)
+    denied = frozenset(denied)
     writable = tuple(os.path.realpath(path) + os.sep for path in writable_dirs)
     original_import = builtins.__import__
+    original_import_module = importlib.import_module
+    own_pid = os.getpid()
+    busy = []
+
+    def check_name(name, from_callers_code):
+        if is_denied(name, denied):
+            raise ImportDenied(f"import of {name!r} is not allowed in the sandbox")
+        if allowed is not None and from_callers_code and top_level(name) not in allowed:
+            raise ImportDenied(f"import of {name!r} is not allowed in the sandbox (not on the allow-list)")
 
     def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
         if level == 0:
-            top = top_level(name)
-            if top in denied:
-                raise ImportDenied(f"import of {name!r} is not allowed in the sandbox")
-            if top not in allowed and isinstance(globals, dict) and globals.get("__name__") == "__main__":
-                raise ImportDenied(f"import of {name!r} is not allowed in the sandbox (not on the allow-list)")
+            if isinstance(globals, dict):
+                check_name(name, globals.get("__name__") == "__main__")
+            else:
+                check_name(name, importer_is_callers_code(1))
         return original_import(name, globals, locals, fromlist, level)
+
+    def guarded_import_module(name, package=None):
+        if not name.startswith("."):
+            check_name(name, importer_is_callers_code(1))
+        return original_import_module(name, package)
 
     class DenyFinder:
         @staticmethod
         def find_spec(name, path=None, target=None):
-            if top_level(name) in denied:
-                raise ImportDenied(f"import of {name!r} is not allowed in the sandbox")
+            check_name(name, allowed is not None and importer_is_callers_code(1))
             return None
 
     def audit(event, args):
         if event == "import":
-            if args and isinstance(args[0], str) and top_level(args[0]) in denied:
+            if args and (is_denied(args[0], denied) or (len(args) > 1 and isinstance(args[1], str)
+                                                          and is_denied(os.path.basename(args[1]).partition(".")[0], denied))):
                 raise ImportDenied(f"import of {args[0]!r} is not allowed in the sandbox")
         elif event == "open":
             check_open(args)
         elif event in ("marshal.loads", "marshal.load"):
             check_marshal()
-        elif event in DENIED_EVENTS or event.startswith(DENIED_EVENT_PREFIXES):
+        elif event == "socket.__new__":
+            if len(args) < 2 or args[1] != AF_UNIX:
+                raise ActionDenied("network sockets are not allowed in the sandbox")
+        elif event in SIGNAL_EVENTS:
+            check_signal(event, args)
+        elif event in CALLERS_OWN_EVENTS:
+            if sys._getframe(1).f_globals.get("__name__") == "__main__":
+                raise ActionDenied(f"{event} is not allowed in the sandbox (code objects built by hand)")
+        elif busy and event in FRAME_EVENTS:
+            raise ActionDenied(f"{event} is not allowed while a module is being made")
+        elif event in DENIED_EVENTS or (event.startswith(DENIED_EVENT_PREFIXES) and event not in ALLOWED_SOCKET_EVENTS):
             raise ActionDenied(f"{event} is not allowed in the sandbox")
+
+    def check_signal(event, args):
+        """Signals to the process itself (an interrupt, a timer) or to its own group pass;
+        to anyone else (the worker, another call) they are refused."""
+        if event == "signal.pthread_kill":
+            return  # threads of this process only
+        target = args[0] if args else None
+        if not isinstance(target, int):
+            raise ActionDenied(f"{event} is not allowed in the sandbox")
+        group = os.getpgid(0)
+        if event == "os.kill" and target in (0, os.getpid(), own_pid, -group):
+            return
+        if event == "os.killpg" and target in (0, group):
+            return
+        raise ActionDenied(f"{event} of another process is not allowed in the sandbox")
 
     def check_open(args):
         path = args[0] if args else None
@@ -132,6 +254,10 @@ def install_guard(allowed, denied, writable_dirs):
                 or not isinstance(path, str) or os.path.realpath(path).startswith(writable)):
             raise ActionDenied("loading bytecode with marshal is not allowed in the sandbox")
 
+    imp = sys.modules["_imp"]
+    sys.addaudithook(builtin_maker(imp.create_builtin, denied, busy))
+    imp.create_builtin = create_builtin
     sys.meta_path.insert(0, DenyFinder)
     builtins.__import__ = guarded_import
+    importlib.import_module = guarded_import_module
     sys.addaudithook(audit)

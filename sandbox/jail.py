@@ -22,6 +22,8 @@ class JailPolicy:
     max_file_mb: int = 64            # --rlimit-fsize
     max_open_files: int = 256        # --rlimit-nofile
     memory_mb: int = 0               # --rlimit-as for the whole jail; 0 leaves it to the call
+    home_mb: int = 0                 # size of the home tmpfs, set once the jail runs; 0: uncapped
+    home_files: int = 0              # files (inodes) the home tmpfs may hold; 0: uncapped
     hidden_paths: tuple[str, ...] = ()  # blacklisted inside the jail (config, project tree)
     read_only_paths: tuple[str, ...] = ("/tmp", "/dev/shm", "/var/tmp")
 
@@ -37,11 +39,9 @@ class Slot:
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
-def jail_command(policy: JailPolicy, slot: Slot, program: list[str], writable: tuple[str, ...] = ()) -> list[str]:
-    """The firejail argv that runs program in slot under policy.
-
-    writable: host directories the jail shares with the server (a kernel's sockets);
-    only directories owned by the slot's uid belong here."""
+def jail_command(policy: JailPolicy, slot: Slot, program: list[str]) -> list[str]:
+    """The firejail argv that runs program in slot under policy; the jail shares no
+    writable host directory with anyone."""
     scratch = str(slot.scratch)
     argv = [
         policy.firejail,
@@ -53,6 +53,8 @@ def jail_command(policy: JailPolicy, slot: Slot, program: list[str], writable: t
         "--noroot",
         "--seccomp",
         "--restrict-namespaces",
+        "--ipc-namespace",
+        "--hostname=sandbox",
         "--nogroups",
         "--private-dev",
         "--private-tmp",
@@ -61,7 +63,6 @@ def jail_command(policy: JailPolicy, slot: Slot, program: list[str], writable: t
     ]
     argv += [f"--read-only={path}" for path in policy.read_only_paths]
     argv.append(f"--read-write={scratch}")
-    argv += [f"--read-write={path}" for path in writable]
     argv += [f"--blacklist={path}" for path in policy.hidden_paths if path]
     argv += [
         f"--rlimit-nproc={policy.max_processes}",

@@ -3,20 +3,25 @@
 firejail silently runs a program unsandboxed when it believes it is already inside a
 container, so flags prove nothing. This probe starts a real zygote through the exact
 command line the workers use, runs calls in it like any caller's, and checks what they
-saw: the uid, seccomp, capabilities, no new privileges, network interfaces, a private
-pid namespace, which paths are writable, hidden host files, limits that trip, and that
-nothing of one call is left for the next. Every check must pass for the server to serve.
+saw: the uid, seccomp, capabilities, no new privileges, network interfaces, namespaces of
+its own (pid, IPC, mount, network, UTS), that no Unix socket of the host and no System V
+IPC can be reached, which paths are writable, the home's cap, hidden host files, limits
+that trip (one over all of a call's processes, with a memory cgroup), and that nothing of
+one call is left for the next. Every check must pass for the server to serve.
 No probe sends a packet anywhere.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
+import socket
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
+from sandbox.cgroups import MemoryCgroup
 from sandbox.jail import Slot
 from sandbox.slots import prepare_scratch, running_as_root
 from sandbox.worker import WorkerLost, Zygote, ZygoteSpec
@@ -45,6 +50,27 @@ def readable(path):
         return True
     except OSError:
         return False
+def unix_socket_reaches(path):
+    try:
+        probe = socket.socket(socket.AF_UNIX)
+    except OSError as exc:
+        return 'refused: ' + exc.strerror
+    try:
+        probe.connect(path)
+        return 'reached'
+    except OSError as exc:
+        return 'connect failed: ' + exc.strerror
+def datagram_pair():
+    try:
+        socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        return 'made'
+    except OSError as exc:
+        return 'refused: ' + exc.strerror
+def sysv_shared_memory():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    key = libc.shmget(0, 4096, 0o1600)
+    return 'refused: ' + os.strerror(ctypes.get_errno()) if key < 0 else 'made'
 home = os.environ['HOME']
 open(os.path.join(home, 'left-behind'), 'w').write('x')
 if os.fork() == 0:
@@ -55,11 +81,17 @@ if os.fork() == 0:
     os._exit(0)
 json.dumps({
     'uid': os.getuid(), 'euid': os.geteuid(),
-    'seccomp': status('Seccomp'), 'no_new_privs': status('NoNewPrivs'),
+    'seccomp': status('Seccomp'), 'seccomp_filters': status('Seccomp_filters'),
+    'no_new_privs': status('NoNewPrivs'),
     'cap_eff': status('CapEff'), 'cap_bnd': status('CapBnd'), 'cap_prm': status('CapPrm'),
-    'interfaces': [name for _, name in socket.if_nameindex()],
+    'interfaces': [line.split(':')[0].strip() for line in open('/proc/self/net/dev').readlines()[2:]],
     'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),
+    'namespaces': {name: os.readlink('/proc/self/ns/' + name) for name in NAMESPACES},
+    'unix_socket': unix_socket_reaches(HOST_SOCKET),
+    'datagram_pair': datagram_pair(),
+    'sysv_shm': sysv_shared_memory(),
     'home_writable': writable(home),
+    'home_mb': os.statvfs(home).f_blocks * os.statvfs(home).f_frsize >> 20,
     'writable': {p: writable(p) for p in WRITE_TARGETS},
     'readable': {p: readable(p) for p in SECRET_TARGETS},
 })
@@ -88,7 +120,25 @@ except OSError:
 made
 """
 SPIN = "while True:\n    pass"
-GUARD_PROBE = "import socket"
+# Three processes of 96 MB each under a 128 MB call: only a cap over the whole call stops them.
+FORK_HOGS = r"""
+import os, time
+children = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(96 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(1)
+        os._exit(0)
+    children.append(pid)
+[os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+"""
+GUARD_PROBE = "import ctypes"
+# Namespaces every jail must have of its own. The cgroup namespace is not among them:
+# firejail cannot make one, so a call can read its cgroup's path.
+NAMESPACES = ("ipc", "mnt", "net", "pid", "uts")
 
 
 @dataclass(frozen=True)
@@ -98,8 +148,8 @@ class Check:
     detail: str
 
 
-def probe_request(request_id: str, code: str, **limits: int) -> dict[str, Any]:
-    request = {"id": request_id, "code": code, "stdin": "", "timeout_ms": 5000, "memory_mb": 256,
+def probe_request(request_id: str, code: str, profile: str = "", **limits: int) -> dict[str, Any]:
+    request = {"id": request_id, "code": code, "stdin": "", "profile": profile, "timeout_ms": 5000, "memory_mb": 256,
                "max_output_bytes": 65536, "max_processes": 16, "max_file_mb": 1, "max_open_files": 64}
     request.update(limits)
     return request
@@ -117,10 +167,11 @@ def secret_targets() -> list[str]:
     return ["/etc/shadow", "/root", os.path.dirname(os.path.abspath(__file__))]
 
 
-async def run_self_test(spec: ZygoteSpec, slot: Slot) -> list[Check]:
-    """Runs the probe in slot through spec's command line; returns every check."""
+async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | None = None) -> list[Check]:
+    """Runs the probe in slot through spec's command line (in cgroup, the slot's memory
+    cgroup, when the server has them); returns every check."""
     prepare_scratch(slot)
-    zygote = Zygote(spec, slot)
+    zygote = Zygote(spec, slot, cgroup)
     checks: list[Check] = []
     try:
         try:
@@ -128,13 +179,17 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot) -> list[Check]:
         except WorkerLost as exc:
             return [Check("starts", False, str(exc))]
         checks.append(Check("starts", True, f"zygote pid {hello.get('pid')} in the jail"))
-        code = (f"WRITE_TARGETS = {write_targets(spec)!r}\n"
-                f"SECRET_TARGETS = {secret_targets()!r}\n" + INSPECT)
-        seen = await zygote.run(probe_request("inspect", code), 30)
+        with host_unix_socket(slot) as (path, listener):
+            code = (f"WRITE_TARGETS = {write_targets(spec)!r}\n"
+                    f"SECRET_TARGETS = {secret_targets()!r}\n"
+                    f"NAMESPACES = {NAMESPACES!r}\nHOST_SOCKET = {path!r}\n" + INSPECT)
+            seen = await zygote.run(probe_request("inspect", code), 30)
+            accepted = accepted_any(listener)
         if seen.get("outcome") != "OK":
             checks.append(Check("inspect", False, f"{seen.get('outcome')}: {seen.get('error')} {seen.get('stderr', '')[-300:]}"))
             return checks
-        checks += judge_inspection(json.loads(ast.literal_eval(seen["value"])), slot)
+        capped = spec.jail.home_mb if running_as_root() and not spec.insecure_no_sandbox else 0
+        checks += judge_inspection(json.loads(ast.literal_eval(seen["value"])), slot, accepted, capped)
         left = await zygote.run(probe_request("leftovers", LEFTOVERS), 30)
         checks.append(judge_leftovers(left))
         hog = await zygote.run(probe_request("memory", MEMORY_HOG, memory_mb=64), 30)
@@ -144,6 +199,11 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot) -> list[Check]:
         made = int(forks.get("value") or 0) if forks.get("outcome") == "OK" else -1
         checks.append(Check("process_limit_trips", 0 <= made < 200,
                             f"forked {made} of 200 under a limit of 8 processes for the uid"))
+        if cgroup is not None:
+            hogs = await zygote.run(probe_request("hogs", FORK_HOGS, memory_mb=128, timeout_ms=20000), 60)
+            statuses = ast.literal_eval(hogs["value"]) if hogs.get("outcome") == "OK" else []
+            checks.append(Check("whole_call_memory_cap", -9 in statuses,
+                                f"3 processes of 96 MB under a 128 MB call ended {statuses or hogs.get('error')}"))
         spin = await zygote.run(probe_request("spin", SPIN, timeout_ms=300), 30)
         checks.append(Check("time_limit_trips", spin.get("outcome") == "TIMEOUT",
                             f"a spin under 300 ms gave {spin.get('outcome')}"))
@@ -154,13 +214,46 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot) -> list[Check]:
     return checks
 
 
-def judge_inspection(seen: dict[str, Any], slot: Slot) -> list[Check]:
+@contextlib.contextmanager
+def host_unix_socket(slot: Slot) -> Iterator[tuple[str, socket.socket]]:
+    """A listening Unix socket that anyone may connect to, in a host directory the jail
+    sees (read-only): what a host daemon's socket looks like from inside."""
+    path = str(slot.scratch.parent / f".selftest-{os.getpid()}-{slot.name}.sock")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX)
+    try:
+        listener.bind(path)
+        os.chmod(path, 0o777)
+        listener.listen(4)
+        listener.setblocking(False)
+        yield path, listener
+    finally:
+        listener.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def accepted_any(listener: socket.socket) -> bool:
+    try:
+        connection, _ = listener.accept()
+    except BlockingIOError:
+        return False
+    connection.close()
+    return True
+
+
+def judge_inspection(seen: dict[str, Any], slot: Slot, host_socket_reached: bool = False,
+                     home_cap_mb: int = 0) -> list[Check]:
     checks = []
     non_root = seen["uid"] != 0 and seen["euid"] != 0
     if running_as_root():
         non_root = non_root and seen["uid"] == slot.uid
     checks.append(Check("non_root", non_root, f"uid {seen['uid']} (slot {slot.name} is {slot.uid})"))
-    checks.append(Check("seccomp", seen["seccomp"] == "2", f"Seccomp: {seen['seccomp']}"))
+    # The zygote's own filter (sandbox/confine.py) is one; firejail's must be there too.
+    filters = int(seen["seccomp_filters"] or 0)
+    checks.append(Check("seccomp", seen["seccomp"] == "2" and filters >= 2,
+                        f"Seccomp: {seen['seccomp']}, {filters} filters (the zygote's own is one)"))
     checks.append(Check("no_new_privs", seen["no_new_privs"] == "1", f"NoNewPrivs: {seen['no_new_privs']}"))
     caps = {seen["cap_eff"], seen["cap_bnd"], seen["cap_prm"]}
     checks.append(Check("no_capabilities", caps == {"0000000000000000"},
@@ -168,7 +261,18 @@ def judge_inspection(seen: dict[str, Any], slot: Slot) -> list[Check]:
     checks.append(Check("no_network", seen["interfaces"] == ["lo"], f"interfaces: {seen['interfaces']}"))
     checks.append(Check("pid_namespace", max(seen["pids"]) < 1000 and len(seen["pids"]) < 50,
                         f"{len(seen['pids'])} processes visible"))
+    shared = [name for name, link in seen["namespaces"].items() if link == os.readlink(f"/proc/self/ns/{name}")]
+    checks.append(Check("own_namespaces", not shared, f"shared with the host: {shared}" if shared else
+                        f"own {', '.join(NAMESPACES)} namespaces"))
+    unix = seen["unix_socket"]
+    checks.append(Check("no_unix_sockets", not host_socket_reached and unix.startswith("refused")
+                        and seen["datagram_pair"].startswith("refused"),
+                        f"host socket: {unix}; datagram pair: {seen['datagram_pair']}"))
+    checks.append(Check("no_sysv_ipc", seen["sysv_shm"].startswith("refused"), f"shmget: {seen['sysv_shm']}"))
     checks.append(Check("scratch_writable", seen["home_writable"], "the call's own scratch directory"))
+    if home_cap_mb:
+        checks.append(Check("scratch_capped", seen["home_mb"] <= home_cap_mb,
+                            f"home tmpfs of {seen['home_mb']} MB (cap {home_cap_mb} MB)"))
     leaks = [path for path, ok in seen["writable"].items() if ok]
     checks.append(Check("read_only_elsewhere", not leaks, f"writable: {leaks}" if leaks else "all host paths read-only"))
     exposed = [path for path, ok in seen["readable"].items() if ok]
@@ -186,9 +290,9 @@ def judge_leftovers(reply: dict[str, Any]) -> Check:
 
 def judge_guard(reply: dict[str, Any]) -> Check:
     """A worker with the import guard on must refuse a denied import as DENIED."""
-    ok = reply.get("outcome") == "DENIED" and "socket" in str(reply.get("error"))
-    return Check("import_guard", ok, "import socket is DENIED" if ok else
-                 f"import socket gave {reply.get('outcome')}: {reply.get('error')}")
+    ok = reply.get("outcome") == "DENIED" and "ctypes" in str(reply.get("error"))
+    return Check("import_guard", ok, f"{GUARD_PROBE} is DENIED" if ok else
+                 f"{GUARD_PROBE} gave {reply.get('outcome')}: {reply.get('error')}")
 
 
 def failed(checks: list[Check]) -> list[Check]:

@@ -9,16 +9,20 @@ kills and replaces the worker.
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
 import json
 import logging
 import os
 import signal
 import struct
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox.cgroups import MemoryCgroup
+from sandbox.hostside import cap_home, descendants, host_pid, in_other_mount_namespace, namespace_pid
 from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
 from sandbox.slots import kill_slot_processes, running_as_root
 
@@ -26,9 +30,11 @@ log = logging.getLogger(__name__)
 
 ZYGOTE_SOURCE = (Path(__file__).parent / "zygote.py").read_text()
 GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text()
+CONFINE_SOURCE = (Path(__file__).parent / "confine.py").read_text()
+KERNEL_SOURCE = (Path(__file__).parent / "kernel.py").read_text()
 
 # Reads a 10-digit length and a JSON object {config, source} from fd 0 without
-# buffering past it, then runs the zygote source with its config.
+# buffering past it, then runs the source (a zygote, a kernel) with its config.
 BOOTSTRAP = (
     "import os,json\n"
     "def _r(n):\n"
@@ -39,7 +45,7 @@ BOOTSTRAP = (
     "  b+=c\n"
     " return b\n"
     "_m=json.loads(_r(int(_r(10))))\n"
-    "exec(compile(_m['source'],'zygote','exec'),{'ZYGOTE_CONFIG':_m['config'],'__name__':'zygote'})\n"
+    "exec(compile(_m['source'],_m['name'],'exec'),{'JAIL_CONFIG':_m['config'],'__name__':_m['name']})\n"
 )
 
 
@@ -49,11 +55,17 @@ class WorkerLost(Exception):
 
 @dataclass(frozen=True)
 class GuardPolicy:
-    """What a call's own code may import (top-level names) and what nobody in the call
-    may import; see sandbox/guard.py for what else the guard refuses."""
+    """What nobody in a call may import, and per import profile what a call's own code may
+    import (top-level names; None: every module not denied); see sandbox/guard.py for what
+    else the guard refuses. Each call names its profile."""
 
-    allowed: tuple[str, ...]
+    profiles: dict[str, tuple[str, ...] | None]
     denied: tuple[str, ...]
+
+    def config(self) -> dict[str, Any]:
+        """The guard's part of an in-jail program's config."""
+        return {"denied": list(self.denied),
+                "profiles": {name: None if names is None else list(names) for name, names in self.profiles.items()}}
 
 
 @dataclass(frozen=True)
@@ -69,21 +81,30 @@ class ZygoteSpec:
     start_timeout_s: float = 60.0
 
 
-def program_argv(spec: ZygoteSpec, slot: Slot, program: list[str], writable: tuple[str, ...] = ()) -> list[str]:
+def program_argv(spec: ZygoteSpec, slot: Slot, program: list[str]) -> list[str]:
     """The exact argv a jailed program runs under: the same for workers, kernels, probe."""
     if spec.insecure_no_sandbox:
         return list(program)
-    return jail_command(spec.jail, slot, program, writable)
+    return jail_command(spec.jail, slot, program)
 
 
-async def spawn_jailed(spec: ZygoteSpec, slot: Slot, program: list[str], writable: tuple[str, ...] = (),
-                       **kwargs: Any) -> asyncio.subprocess.Process:
+def confined_program(spec: ZygoteSpec, program: list[str]) -> list[str]:
+    """program started through the jail's seccomp layer (sandbox/confine.py): for a
+    program that is not Python (a Lean REPL), the filter is applied, then it is exec'd;
+    the filter stays across exec."""
+    source = CONFINE_SOURCE + "\napply()\nimport os, sys\nos.execvp(sys.argv[1], sys.argv[1:])\n"
+    packed = base64.b64encode(zlib.compress(source.encode(), 9)).decode()  # firejail refuses
+    bootstrap = f"import base64,zlib;exec(zlib.decompress(base64.b64decode('{packed}')))"  # arguments > 4 KB
+    return [spec.interpreter, "-I", "-c", bootstrap, *program]
+
+
+async def spawn_jailed(spec: ZygoteSpec, slot: Slot, program: list[str], **kwargs: Any) -> asyncio.subprocess.Process:
     """Starts program in slot's jail, as slot's uid when the server is root."""
     identity: dict[str, Any] = {}
     if running_as_root() and slot.uid != 0:
         identity = {"user": slot.uid, "group": slot.gid, "extra_groups": []}
     return await asyncio.create_subprocess_exec(
-        *program_argv(spec, slot, program, writable),
+        *program_argv(spec, slot, program),
         env=jail_environment(slot),
         cwd="/",
         start_new_session=True,
@@ -99,8 +120,10 @@ class JailedProcess:
 
     label = "jailed process"
 
-    def __init__(self, slot: Slot) -> None:
+    def __init__(self, slot: Slot, cgroup: MemoryCgroup | None = None) -> None:
         self.slot = slot
+        self.cgroup = cgroup
+        self.inside: int | None = None  # host pid of the jailed program, once settled
         self._process: asyncio.subprocess.Process | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._stderr_task: asyncio.Task[None] | None = None
@@ -112,6 +135,79 @@ class JailedProcess:
     @property
     def stderr_tail(self) -> str:
         return "".join(self._stderr_tail)
+
+    async def launch(self, spec: "ZygoteSpec", name: str, source: str, config: dict[str, Any]) -> dict[str, Any]:
+        """Starts source (an in-jail program: a zygote, a kernel) in the slot's jail with
+        config, waits for its hello frame, then settles the jail; returns the hello.
+        Raises WorkerLost, with the jail killed."""
+        try:
+            self._process = await spawn_jailed(
+                spec, self.slot, [spec.interpreter, "-I", "-c", BOOTSTRAP],
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as exc:
+            raise WorkerLost(f"cannot start the jail: {exc}") from exc
+        self._watch_stderr()
+        payload = json.dumps({"config": config, "source": source, "name": name}).encode()
+        try:
+            assert self._process.stdin is not None
+            self._process.stdin.write(b"%010d" % len(payload) + payload)
+            await self._process.stdin.drain()
+            hello = await asyncio.wait_for(self.read_frame(), spec.start_timeout_s)
+        except (asyncio.TimeoutError, OSError, WorkerLost) as exc:
+            await self.kill()
+            raise WorkerLost(f"{name} did not start: {exc!r}; stderr: {self.stderr_tail.strip()[-500:]}") from exc
+        if not hello.get("ready"):
+            await self.kill()
+            raise WorkerLost(f"{name} sent no hello: {hello!r}")
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, self._settle, int(hello.get("pid", 0)), spec)
+        except OSError as exc:
+            await self.kill()
+            raise WorkerLost(f"{name} could not be settled in its jail: {exc}") from exc
+        return hello
+
+    def _settle(self, jail_pid: int, spec: "ZygoteSpec") -> None:
+        """Once the jail is warm and before any untrusted code runs in it: every process
+        of the jail joins the slot's memory cgroup, and the home tmpfs gets its cap."""
+        assert self._process is not None
+        root = self._process.pid
+        self.inside = host_pid(root, jail_pid) or (root if namespace_pid(root) == jail_pid else None)
+        if self.inside is None:
+            raise OSError(f"no process of the jail is numbered {jail_pid} in it")
+        if self.cgroup is not None:
+            self.cgroup.adopt([root, *descendants(root)])
+        # Without a mount namespace of its own the program is not jailed (insecure mode,
+        # or a firejail that did nothing): the self-test says so; there is no home to cap.
+        if spec.jail.home_mb and running_as_root() and in_other_mount_namespace(self.inside):
+            cap_home(self.inside, self.slot.scratch, spec.jail.home_mb, spec.jail.home_files)
+
+    async def read_frame(self) -> dict[str, Any]:
+        """The next frame the program writes on stdout; raises WorkerLost."""
+        assert self._process is not None and self._process.stdout is not None
+        try:
+            header = await self._process.stdout.readexactly(4)
+            (size,) = struct.unpack(">I", header)
+            body = await self._process.stdout.readexactly(size)
+            message = json.loads(body)
+        except asyncio.IncompleteReadError as exc:
+            raise WorkerLost(f"worker exited (status {self._process.returncode})") from exc
+        except ValueError as exc:
+            raise WorkerLost(f"worker sent a malformed frame: {exc}") from exc
+        if not isinstance(message, dict):
+            raise WorkerLost("worker sent a frame that is not an object")
+        return message
+
+    async def write(self, data: bytes) -> None:
+        """Writes data to the program's stdin; raises WorkerLost when it is gone."""
+        if not self.alive:
+            raise WorkerLost("the jailed program is not running")
+        assert self._process is not None and self._process.stdin is not None
+        try:
+            self._process.stdin.write(data)
+            await self._process.stdin.drain()
+        except (OSError, ConnectionError) as exc:
+            raise WorkerLost(f"the jailed program's pipe broke: {exc!r}") from exc
 
     def _watch_stderr(self) -> None:
         self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
@@ -149,41 +245,24 @@ class Zygote(JailedProcess):
 
     label = "zygote"
 
-    def __init__(self, spec: ZygoteSpec, slot: Slot) -> None:
-        super().__init__(slot)
+    def __init__(self, spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | None = None) -> None:
+        super().__init__(slot, cgroup)
         self.spec = spec
         self.hello: dict[str, Any] = {}
         self.calls = 0
+        self._oom_kills = 0
 
     async def start(self) -> dict[str, Any]:
         """Starts the jail and waits for the zygote's hello; raises WorkerLost."""
-        program = [self.spec.interpreter, "-I", "-c", BOOTSTRAP]
-        try:
-            self._process = await spawn_jailed(
-                self.spec, self.slot, program,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            )
-        except OSError as exc:
-            raise WorkerLost(f"cannot start the jail: {exc}") from exc
-        self._watch_stderr()
-        payload = json.dumps({"config": {
+        self.hello = await self.launch(self.spec, "zygote", ZYGOTE_SOURCE, {
             "preload": list(self.spec.preload),
             "huge_pages": self.spec.huge_pages,
             "guard_source": GUARD_SOURCE,
-            "guard": None if self.spec.guard is None else {"allowed": list(self.spec.guard.allowed),
-                                                           "denied": list(self.spec.guard.denied)},
-        }, "source": ZYGOTE_SOURCE}).encode()
-        try:
-            assert self._process.stdin is not None
-            self._process.stdin.write(b"%010d" % len(payload) + payload)
-            await self._process.stdin.drain()
-            self.hello = await asyncio.wait_for(self._read_frame(), self.spec.start_timeout_s)
-        except (asyncio.TimeoutError, OSError, WorkerLost) as exc:
-            await self.kill()
-            raise WorkerLost(f"zygote did not start: {exc!r}; stderr: {self.stderr_tail.strip()[-500:]}") from exc
-        if not self.hello.get("ready"):
-            await self.kill()
-            raise WorkerLost(f"zygote sent no hello: {self.hello!r}")
+            "confine_source": CONFINE_SOURCE,
+            "guard": None if self.spec.guard is None else self.spec.guard.config(),
+        })
+        if self.cgroup is not None:
+            self._oom_kills = self.cgroup.oom_kills()
         return self.hello
 
     async def run(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -193,29 +272,31 @@ class Zygote(JailedProcess):
         assert self._process is not None and self._process.stdin is not None
         data = json.dumps(request).encode()
         self.calls += 1
+        if self.cgroup is not None:
+            try:
+                self.cgroup.set_limit_mb(request["memory_mb"])
+            except OSError as exc:  # cannot reclaim below it now: the last cap stays
+                log.warning("worker %s: memory cap of %d MB not set: %s", self.slot.name, request["memory_mb"], exc)
         try:
             self._process.stdin.write(struct.pack(">I", len(data)) + data)
             await self._process.stdin.drain()
-            reply = await asyncio.wait_for(self._read_frame(), timeout_s)
+            reply = await asyncio.wait_for(self.read_frame(), timeout_s)
         except asyncio.TimeoutError as exc:
             raise WorkerLost(f"worker did not answer within {timeout_s:.1f} s") from exc
         except (OSError, ConnectionError) as exc:
             raise WorkerLost(f"worker pipe broke: {exc!r}") from exc
         if reply.get("id") != request.get("id"):
             raise WorkerLost("worker answered another call")
+        if self.cgroup is not None:
+            self._account_memory(reply, request["memory_mb"])
         return reply
 
-    async def _read_frame(self) -> dict[str, Any]:
-        assert self._process is not None and self._process.stdout is not None
-        try:
-            header = await self._process.stdout.readexactly(4)
-            (size,) = struct.unpack(">I", header)
-            body = await self._process.stdout.readexactly(size)
-            message = json.loads(body)
-        except asyncio.IncompleteReadError as exc:
-            raise WorkerLost(f"worker exited (status {self._process.returncode})") from exc
-        except ValueError as exc:
-            raise WorkerLost(f"worker sent a malformed frame: {exc}") from exc
-        if not isinstance(message, dict):
-            raise WorkerLost("worker sent a frame that is not an object")
-        return message
+    def _account_memory(self, reply: dict[str, Any], memory_mb: int) -> None:
+        """A call whose process the OOM killer ended hit its memory limit, whatever its
+        processes reported afterwards."""
+        kills = self.cgroup.oom_kills() if self.cgroup is not None else 0
+        if kills > self._oom_kills and reply.get("outcome") in ("CRASHED", "ERROR"):
+            reply["outcome"] = "MEMORY_LIMIT"
+            reply["error"] = (f"memory limit of {memory_mb} MB exceeded by the call's processes together "
+                              f"({kills - self._oom_kills} killed)")
+        self._oom_kills = kills

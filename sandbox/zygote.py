@@ -167,6 +167,16 @@ def read_request(fd):
     return json.loads(b"".join(chunks))
 
 
+def offer_to_oom_killer():
+    """Makes this call's processes the OOM killer's first choice, before the zygote, when
+    they fill their slot's memory cgroup (raising one's own score needs no privilege)."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as adj:
+            adj.write("1000")
+    except OSError:
+        pass
+
+
 def close_fds_except(keep):
     low = 3
     for fd in sorted(keep):
@@ -192,6 +202,7 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
         sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        offer_to_oom_killer()
         request = read_request(req_r)
         os.close(req_r)
         stdin_fd = os.memfd_create("stdin")
@@ -202,7 +213,7 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
         sys.stdin = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
         set_limits(request, baseline_kb)
         if GUARD_POLICY is not None:
-            GUARD.install_guard(GUARD_POLICY["allowed"], GUARD_POLICY["denied"],
+            GUARD.install_guard(GUARD_POLICY["profiles"][request["profile"]], GUARD_POLICY["denied"],
                                 (os.environ.get("HOME", "/"), "/tmp", "/var/tmp", "/dev/shm"))
     except BaseException as exc:  # the child cannot start: report it as a crash
         os.write(result_w, json.dumps({"kind": "crashed", "error": f"child setup: {exc!r}"}).encode())
@@ -358,8 +369,8 @@ def execute(child, request):
         if remaining <= 0:
             timed_out = True
             break
-        if scratch_cap and scratch_used() - scratch_base > scratch_cap:
-            over_scratch = True
+        if scratch_cap and scratch_used() - scratch_base >= scratch_cap:
+            over_scratch = True  # at the cap the home is full: writes fail from here on
             break
         waiting = list(open_fds) + ([child.pidfd] if status is None else [])
         wait_s = min(remaining, SCRATCH_POLL_S) if scratch_cap else remaining
@@ -373,6 +384,8 @@ def execute(child, request):
                 drain(fd, captures[fd])
             break
     elapsed = time.monotonic() - started
+    if scratch_cap and not over_scratch and scratch_used() - scratch_base >= scratch_cap:
+        over_scratch = True  # it filled the home and ended before a poll saw it
     if timed_out or over_scratch:
         try:
             os.killpg(child.pid, signal.SIGKILL)
@@ -513,10 +526,17 @@ def harden_process():
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def load_guard(source):
-    module = types.ModuleType("guard")
-    exec(compile(source, "guard", "exec"), module.__dict__)
+def load_source(name, source):
+    """A module made from source that the host sent (the jail cannot see the project)."""
+    module = types.ModuleType(name)
+    exec(compile(source, name, "exec"), module.__dict__)
     return module
+
+
+def confine(source):
+    """Installs the jail's seccomp layer (sandbox/confine.py) on this process and every
+    call it will fork; the module and its native handles are dropped afterwards."""
+    load_source("confine", source).apply()
 
 
 def main(config):
@@ -531,13 +551,14 @@ def main(config):
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    GUARD = load_guard(config["guard_source"])
+    GUARD = load_source("guard", config["guard_source"])
     GUARD_POLICY = config.get("guard")
     loaded, failed = preload(config.get("preload", []))
     import gc
 
     gc.collect()
     huge_mb = collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
+    confine(config["confine_source"])
     removed = GUARD.remove_denied_modules(frozenset(GUARD_POLICY["denied"])) if GUARD_POLICY else []
     gc.collect()
     gc.freeze()
@@ -557,4 +578,4 @@ def main(config):
 
 
 GUARD = GUARD_POLICY = None  # set by main from the config
-main(ZYGOTE_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs
+main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

@@ -95,7 +95,7 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def jail_server(tmp_path_factory):
     """A server with the Python-level guard off: what its calls meet is the jail alone."""
-    running = RunningServer(tmp_path_factory.mktemp("jail"), first_slot=16, workers=2,
+    running = RunningServer(tmp_path_factory.mktemp("jail"), first_slot=16, workers=2, sessions=1,
                             config="[python]\nimport_guard = false\n")
     yield running
     running.stop()

@@ -176,9 +176,8 @@ def cmd_setup_sandbox(args: argparse.Namespace) -> int:
         print("not root: jails will run as this user (one uid for all slots)")
         return 0
     root = Path(settings.sandbox.scratch_root)
-    for directory in (root, Path(settings.sandbox.ipc_root)):
-        directory.mkdir(parents=True, exist_ok=True)
-        directory.chmod(0o755)
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o755)
     created = create_slot_users(settings.sandbox.user_prefix, settings.sandbox.first_slot + settings.sandbox.slots, root)
     print(f"sandbox slot users: {settings.sandbox.slots} ({len(created)} created), scratch under {root}")
     return 0

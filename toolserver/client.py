@@ -220,9 +220,12 @@ class ToolClient:
         except grpc.RpcError as exc:
             raise error_from(exc) from None
 
-    def open_session(self) -> pb.Session:
+    def open_session(self, *, memory_mb: int = 0) -> pb.Session:
+        """A new session; memory_mb: what its code may add to the warm kernel (0: the
+        server's default)."""
         try:
-            session = self.stub.OpenSession(pb.OpenSessionRequest(), timeout=max(self.timeout_s, 120.0),
+            session = self.stub.OpenSession(pb.OpenSessionRequest(limits=pb.Limits(memory_mb=memory_mb)),
+                                            timeout=max(self.timeout_s, 120.0),
                                             metadata=self.metadata)
         except grpc.RpcError as exc:
             raise error_from(exc) from None
@@ -294,9 +297,10 @@ class AsyncToolClient:
         except grpc.RpcError as exc:
             raise error_from(exc) from None
 
-    async def open_session(self) -> pb.Session:
+    async def open_session(self, *, memory_mb: int = 0) -> pb.Session:
         try:
-            session = await self.stub.OpenSession(pb.OpenSessionRequest(), timeout=max(self.timeout_s, 120.0),
+            session = await self.stub.OpenSession(pb.OpenSessionRequest(limits=pb.Limits(memory_mb=memory_mb)),
+                                                  timeout=max(self.timeout_s, 120.0),
                                                   metadata=self.metadata)
         except grpc.RpcError as exc:
             raise error_from(exc) from None

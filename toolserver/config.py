@@ -33,8 +33,9 @@ class CallLimits:
     max_processes: int = 32           # RLIMIT_NPROC for the call (threads count too)
     max_file_mb: int = 16             # RLIMIT_FSIZE: largest file a call may write
     max_open_files: int = 128         # RLIMIT_NOFILE
-    max_scratch_mb: int = 256         # scratch (a RAM-backed tmpfs) a call may fill; the
-                                      # zygote kills the call past it
+    max_scratch_mb: int = 256         # scratch (a RAM-backed tmpfs) a call or a session may fill:
+                                      # the home tmpfs is this large; a call that fills it is killed
+    max_scratch_files: int = 16384    # files (inodes) a call's or a session's home may hold
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,9 @@ class SandboxSettings:
     first_slot: int = 0               # index of its first slot user: servers sharing a host
                                       # must use disjoint ranges (each kills its slots' processes)
     scratch_root: str = "/var/lib/toolserver/scratch"
-    ipc_root: str = "/var/lib/toolserver/ipc"  # kernels' ZeroMQ sockets, one directory per slot
+    memory_cgroup: str = "auto"       # a memory cgroup per slot caps all of a call's or a session's
+                                      # processes together: "auto" (when the host allows it: root and
+                                      # cgroup v1 memory), "required" (refuse to serve without), "off"
     jail_max_processes: int = 64      # firejail --rlimit-nproc, per slot uid
     jail_memory_mb: int = 0           # firejail --rlimit-as for a whole worker; 0: per call only
     hidden_paths: tuple[str, ...] = ()  # extra paths blacklisted inside every jail
@@ -63,7 +66,9 @@ class SandboxSettings:
     self_test: bool = True             # run the jail probe at start-up (fail closed)
 
 
-ALLOWED_IMPORTS = (
+# The strict profile: the standard library's computational modules and the scientific
+# packages; everything else is refused when the call's own code imports it by name.
+STRICT_IMPORTS = (
     # numbers and mathematics
     "math", "cmath", "decimal", "fractions", "numbers", "random", "statistics", "sympy", "numpy", "mpmath",
     "gmpy2", "scipy", "networkx",
@@ -77,14 +82,17 @@ ALLOWED_IMPORTS = (
     "datetime", "calendar", "time", "timeit", "sys", "os", "pathlib", "tempfile", "warnings", "traceback",
     "threading", "__future__",
 )
-DENIED_IMPORTS = (
-    # the network
-    "socket", "_socket", "ssl", "_ssl",
-    # other processes
-    "subprocess", "_posixsubprocess", "multiprocessing", "_multiprocessing", "pty",
-    # native code and raw memory
-    "ctypes", "_ctypes", "cffi", "_cffi_backend", "fcntl", "termios",
-)
+EVERY_MODULE = "*"  # an import profile of every module that is not denied
+# Modules nobody in a call may load, by any import path. Only what must not work and
+# cannot be refused at the action: raw native memory (ctypes, cffi) and
+# _posixsubprocess, whose fork_exec starts processes without an audit event. The network
+# and new processes are refused where they happen (sandbox/guard.py), so socket, ssl,
+# subprocess, multiprocessing and asyncio import; the jail refuses them too.
+DENIED_IMPORTS = ("ctypes", "_ctypes", "cffi", "_cffi_backend", "_posixsubprocess")
+
+
+def default_import_profiles() -> dict[str, tuple[str, ...]]:
+    return {"open": (EVERY_MODULE,), "strict": STRICT_IMPORTS}
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,11 @@ class PythonSettings:
                                 "collections", "functools", "re", "json", "decimal", "statistics")
     import_guard: bool = True         # the Python-level policy of sandbox/guard.py (the jail
                                       # holds without it; it makes refusals clear: DENIED)
-    allowed_imports: tuple[str, ...] = ALLOWED_IMPORTS  # top-level modules a call's code may import
+    import_profile: str = "open"      # the profile of callers whose policy names none
+    import_profiles: dict[str, tuple[str, ...]] = field(default_factory=default_import_profiles)
+                                      # name -> top-level modules a call's own code may import
+                                      # (["*"]: every module not denied); [python.import_profiles]
+                                      # adds to or replaces "open" and "strict"
     denied_imports: tuple[str, ...] = DENIED_IMPORTS    # modules nobody in a call may import
     huge_pages: bool = True           # collapse the warm heap into 2 MB pages (Linux 6.1+):
                                       # each fork and exit costs ~1.5 ms less
@@ -105,13 +117,37 @@ class PythonSettings:
     recycle_after: int = 5000         # calls before a worker is replaced by a fresh one
 
 
+    def allow_list(self, profile: str) -> tuple[str, ...] | None:
+        """The modules the profile lets a call's own code import; None: every one not denied."""
+        names = self.import_profiles[profile]
+        return None if EVERY_MODULE in names else names
+
+    def validate_imports(self) -> None:
+        if self.import_profile not in self.import_profiles:
+            raise ConfigError(f"python.import_profile {self.import_profile!r} is not one of python.import_profiles "
+                              f"({', '.join(sorted(self.import_profiles))})")
+        denied = set(self.denied_imports)
+        for name, names in self.import_profiles.items():
+            if not names:
+                raise ConfigError(f"python.import_profiles.{name} is empty; [\"{EVERY_MODULE}\"] allows every module")
+            if EVERY_MODULE in names and len(names) > 1:
+                raise ConfigError(f"python.import_profiles.{name}: \"{EVERY_MODULE}\" stands alone")
+            clash = sorted(set(names) & denied)
+            if clash:
+                raise ConfigError(f"python.import_profiles.{name} allows denied module(s) {', '.join(clash)}")
+        preloaded = sorted({name.partition(".")[0] for name in self.preload} & denied)
+        if preloaded:
+            raise ConfigError(f"python.preload names denied module(s) {', '.join(preloaded)}")
+
+
 @dataclass(frozen=True)
 class SessionSettings:
     max_sessions: int = 4             # open Jupyter kernels; past it RESOURCE_EXHAUSTED
     idle_timeout_s: int = 600         # a session unused this long is closed
     start_timeout_s: float = 60.0     # for a kernel to answer kernel_info
-    memory_mb: int = 2048             # firejail --rlimit-as of each kernel (address space; a kernel
-                                      # with sympy and numpy loaded maps about 370 MB); 0: none
+    memory_mb: int = 1024             # memory a session may add to its warm kernel (~370 MB mapped):
+                                      # each process's address space, and all its processes together
+                                      # with a memory cgroup; OpenSession may ask for less
 
 
 @dataclass(frozen=True)
@@ -176,6 +212,8 @@ class Settings:
             "limits.max_processes": self.limits.max_processes, "limits.max_file_mb": self.limits.max_file_mb,
             "limits.max_open_files": self.limits.max_open_files,
             "limits.max_scratch_mb": self.limits.max_scratch_mb,
+            "limits.max_scratch_files": self.limits.max_scratch_files,
+            "sessions.memory_mb": self.sessions.memory_mb,
             "defaults.timeout_ms": self.defaults.timeout_ms, "defaults.memory_mb": self.defaults.memory_mb,
             "defaults.max_output_bytes": self.defaults.max_output_bytes,
         }
@@ -202,9 +240,10 @@ class Settings:
                               f"self-test + sessions.max_sessions ({needed})")
         if self.limits.max_output_bytes * 4 > self.server.max_message_bytes:
             raise ConfigError("limits.max_output_bytes is too large for server.max_message_bytes")
-        for name in ("scratch_root", "ipc_root"):
-            if not os.path.isabs(getattr(self.sandbox, name)):
-                raise ConfigError(f"sandbox.{name} must be an absolute path")
+        if not os.path.isabs(self.sandbox.scratch_root):
+            raise ConfigError("sandbox.scratch_root must be an absolute path")
+        if self.sandbox.memory_cgroup not in ("auto", "required", "off"):
+            raise ConfigError(f"sandbox.memory_cgroup must be auto, required or off, got {self.sandbox.memory_cgroup!r}")
         if Path(self.python.interpreter).resolve().is_relative_to("/root") and not self.sandbox.insecure_no_sandbox:
             raise ConfigError(f"python.interpreter {self.python.interpreter} lies under /root, which the "
                               "jail hides: use a virtual environment elsewhere (scripts/setup.sh makes one)")
@@ -212,15 +251,7 @@ class Settings:
             raise ConfigError("server.tls_cert and server.tls_key go together")
         if self.server.tls_client_ca and not self.server.tls_cert:
             raise ConfigError("server.tls_client_ca needs server.tls_cert and server.tls_key")
-        clash = sorted(set(self.python.allowed_imports) & set(self.python.denied_imports))
-        if clash:
-            raise ConfigError(f"python.allowed_imports and python.denied_imports both name {', '.join(clash)}")
-        if self.python.import_guard:
-            unlisted = sorted({name.partition(".")[0] for name in self.python.preload}
-                              - set(self.python.allowed_imports))
-            if unlisted:
-                raise ConfigError(f"python.preload names modules that python.allowed_imports does not: "
-                                  f"{', '.join(unlisted)}")
+        self.python.validate_imports()
         self.search.validate()
         self.lean.validate()
         if self.server.log_format not in ("text", "json"):
@@ -246,7 +277,12 @@ def _build(cls: type, values: dict[str, Any], path: str) -> Any:
                 raise ConfigError(f"[{where}] must be a table")
             kwargs[name] = _build(type(default), value, where)
             continue
-        if isinstance(default, tuple):
+        if isinstance(default, dict):  # named lists of strings, added to the defaults
+            if not isinstance(value, dict) or not all(
+                    isinstance(v, list) and all(isinstance(item, str) for item in v) for v in value.values()):
+                raise ConfigError(f"[{where}] must be a table of lists of strings")
+            value = {**default, **{key: tuple(v) for key, v in value.items()}}
+        elif isinstance(default, tuple):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{where} must be a list of strings")
             value = tuple(value)

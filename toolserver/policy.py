@@ -18,6 +18,7 @@ The policy file (TOML), one table per caller:
     max_output_bytes = 65536
     max_inflight = 256               # calls in flight at once, streams included
     max_sessions = 2                 # open Python sessions
+    import_profile = "strict"        # of the server's python.import_profiles; absent: its default
 
 This module decides; it does not count calls (`toolserver.service` does, per caller).
 """
@@ -37,7 +38,7 @@ from toolserver.errors import PermissionDenied, Unauthenticated
 TOOLS = ("python", "search", "lean")
 HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 POLICY_KEYS = {"token_sha256", "tools", "indexes", "lean_headers", "max_timeout_ms", "max_lean_timeout_ms", "max_memory_mb",
-               "max_output_bytes", "max_inflight", "max_sessions"}
+               "max_output_bytes", "max_inflight", "max_sessions", "import_profile"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class CallerPolicy:
     max_output_bytes: int = 0
     max_inflight: int = 0                        # 0: no cap of its own
     max_sessions: int = 0                        # 0: no cap of its own
+    import_profile: str = ""                     # the guard's import profile; "": the server's default
 
     def require_tool(self, tool: str) -> None:
         if tool not in self.tools:
@@ -173,8 +175,11 @@ def _policy(name: str, table: Any) -> tuple[CallerPolicy, str]:
         raise ConfigError(f"{where}.max_sessions is set but the python tool is not granted")
     if numbers["max_lean_timeout_ms"] and "lean" not in tools:
         raise ConfigError(f"{where}.max_lean_timeout_ms is set but the lean tool is not granted")
+    profile = table.get("import_profile", "")
+    if not isinstance(profile, str):
+        raise ConfigError(f"{where}.import_profile must be a string")
     policy = CallerPolicy(name=name, tools=frozenset(tools), indexes=_names(table, "indexes", where),
-                          lean_headers=_names(table, "lean_headers", where), **numbers)
+                          lean_headers=_names(table, "lean_headers", where), import_profile=profile, **numbers)
     return policy, digest
 
 
@@ -187,9 +192,15 @@ def _names(table: dict[str, Any], key: str, where: str) -> frozenset[str] | None
     return frozenset(value)
 
 
-def validate_against_settings(policies: Policies, caps: dict[str, int], lean_max_timeout_ms: int) -> None:
-    """Refuses policies whose maxima exceed what the server itself allows."""
+def validate_against_settings(policies: Policies, caps: dict[str, int], lean_max_timeout_ms: int,
+                              import_profiles: Iterable[str] = ()) -> None:
+    """Refuses policies whose maxima exceed what the server itself allows, or that name an
+    import profile it does not define."""
+    profiles = set(import_profiles)
     for policy in policies.by_hash.values():
+        if policy.import_profile and policy.import_profile not in profiles:
+            raise ConfigError(f"callers.{policy.name}.import_profile {policy.import_profile!r} is not one of the "
+                              f"server's python.import_profiles ({', '.join(sorted(profiles))})")
         if policy.max_lean_timeout_ms > lean_max_timeout_ms:
             raise ConfigError(f"callers.{policy.name}.max_lean_timeout_ms ({policy.max_lean_timeout_ms}) exceeds "
                               f"the server's lean.max_timeout_ms ({lean_max_timeout_ms})")

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox.cgroups import MemoryCgroup, MemoryCgroups
 from sandbox.jail import Slot
 from sandbox.slots import kill_slot_processes, prepare_scratch
 from sandbox.worker import WorkerLost, Zygote, ZygoteSpec
@@ -33,7 +34,7 @@ class PoolStats:
 
 class WorkerPool:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_queue: int, grace_s: float,
-                 recycle_after: int) -> None:
+                 recycle_after: int, cgroups: MemoryCgroups | None = None) -> None:
         if not slots:
             raise ValueError("a worker pool needs at least one slot")
         self.spec = spec
@@ -48,6 +49,8 @@ class WorkerPool:
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
         self._workers: set[Zygote] = set()
+        self._cgroups = cgroups
+        self._slot_cgroups: dict[str, MemoryCgroup] = {}
         self.last_error = ""
 
     async def start(self) -> None:
@@ -64,7 +67,7 @@ class WorkerPool:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, kill_slot_processes, slot)  # what a crashed server left
         await loop.run_in_executor(None, prepare_scratch, slot)
-        worker = Zygote(self.spec, slot)
+        worker = Zygote(self.spec, slot, self._cgroup_of(slot))
         try:
             await worker.start()
         except WorkerLost as exc:
@@ -76,6 +79,14 @@ class WorkerPool:
         self._workers.add(worker)
         self._idle.put_nowait(worker)
         return worker
+
+    def _cgroup_of(self, slot: Slot) -> MemoryCgroup | None:
+        """The slot's memory cgroup, kept for every worker the slot runs."""
+        if self._cgroups is None:
+            return None
+        if slot.name not in self._slot_cgroups:
+            self._slot_cgroups[slot.name] = self._cgroups.for_slot(slot.name)
+        return self._slot_cgroups[slot.name]
 
     async def _restart_slot(self, slot: Slot) -> None:
         delay = 0.1
@@ -146,6 +157,8 @@ class WorkerPool:
             task.cancel()
         await asyncio.gather(*(w.kill() for w in list(self._workers)), return_exceptions=True)
         self._workers.clear()
+        for cgroup in self._slot_cgroups.values():
+            cgroup.remove()
 
 
 def crashed_reply(request: dict[str, Any], error: str, elapsed_s: float) -> dict[str, Any]:

@@ -12,8 +12,9 @@ from toolserver.config import Settings
 from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.pool import WorkerPool
-from toolserver.tools import python_call_from_json
-from toolserver.sessions import SessionManager
+from toolserver.text import valid_text
+from toolserver.tools import python_call_from_json, python_tool_spec
+from toolserver.sessions import KernelSession, SessionManager
 from toolserver.v1 import toolserver_pb2 as pb
 
 OUTCOMES = {name: pb.Outcome.Value(name) for name in
@@ -43,16 +44,24 @@ def effective_limits(requested: pb.Limits, settings: Settings, caller: CallerPol
     }
 
 
+def session_memory_mb(requested: pb.Limits, settings: Settings, caller: CallerPolicy = OPEN_POLICY) -> int:
+    """A new session's memory: what OpenSession asked for, else sessions.memory_mb, never
+    above it nor the caller's max_memory_mb (asking for more than that is refused)."""
+    caller.check_limits({"memory_mb": requested.memory_mb})
+    value = min(requested.memory_mb or settings.sessions.memory_mb, settings.sessions.memory_mb)
+    return min(value, caller.max_memory_mb) if caller.max_memory_mb else value
+
+
 def response_from_reply(request_id: str, reply: dict[str, Any]) -> pb.ExecuteResponse:
     return pb.ExecuteResponse(
         request_id=request_id,
         outcome=OUTCOMES.get(str(reply.get("outcome")), pb.CRASHED),
-        stdout=str(reply.get("stdout", "")),
-        stderr=str(reply.get("stderr", "")),
-        error=str(reply.get("error", "")),
+        stdout=valid_text(str(reply.get("stdout", ""))),
+        stderr=valid_text(str(reply.get("stderr", ""))),
+        error=valid_text(str(reply.get("error", ""))),
         truncated=bool(reply.get("truncated", False)),
         elapsed_us=max(0, int(reply.get("elapsed_us", 0))),
-        python=pb.PythonResult(value=str(reply.get("value", "")), exit_code=int(reply.get("exit_code", 0))),
+        python=pb.PythonResult(value=valid_text(str(reply.get("value", ""))), exit_code=int(reply.get("exit_code", 0))),
     )
 
 
@@ -65,6 +74,20 @@ class PythonExecutor:
     @staticmethod
     def call_from_json(arguments: str) -> pb.PythonCall:
         return python_call_from_json(arguments)
+
+    def import_profile(self, caller: CallerPolicy) -> str:
+        return caller.import_profile or self.settings.python.import_profile
+
+    def tool_spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
+        profile = self.import_profile(caller)
+        python = self.settings.python
+        return python_tool_spec(profile, python.allow_list(profile) if python.import_guard else None,
+                                python.denied_imports)
+
+    async def open_session(self, limits: pb.Limits, caller: CallerPolicy = OPEN_POLICY) -> KernelSession:
+        return await self.session_manager().open(caller.name, caller.max_sessions,
+                                                 session_memory_mb(limits, self.settings, caller),
+                                                 self.import_profile(caller))
 
     def session_manager(self) -> SessionManager:
         if self.sessions is None:
@@ -82,6 +105,7 @@ class PythonExecutor:
             return response_from_reply(request_id, reply)
         if self.pool is None:
             raise Unavailable("no python worker pool: the sandbox is not proven safe")
-        request = {"id": request_id, "code": call.code, "stdin": call.stdin, **limits_now}
+        request = {"id": request_id, "code": call.code, "stdin": call.stdin,
+                   "profile": self.import_profile(caller), **limits_now}
         reply = await self.pool.run(request)
         return response_from_reply(request_id, reply)

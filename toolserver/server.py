@@ -19,8 +19,9 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from sandbox.cgroups import CgroupUnavailable, MemoryCgroups
 from sandbox.jail import JailPolicy, firejail_path
-from sandbox.selftest import GUARD_PROBE, failed, judge_guard, probe_request, run_self_test
+from sandbox.selftest import GUARD_PROBE, Check, failed, judge_guard, probe_request, run_self_test
 from sandbox.slots import discover_slots
 from sandbox.worker import GuardPolicy, WorkerLost, ZygoteSpec
 from toolserver.config import ConfigError, Settings
@@ -60,24 +61,52 @@ def zygote_spec(settings: Settings) -> ZygoteSpec:
         max_file_mb=settings.limits.max_file_mb,
         max_open_files=settings.limits.max_open_files * 2,
         memory_mb=settings.sandbox.jail_memory_mb,
+        # One megabyte more than a call may fill, so that the zygote sees a call reach
+        # its cap (and kills it) where the tmpfs would only refuse the next write.
+        home_mb=settings.limits.max_scratch_mb + 1,
+        home_files=settings.limits.max_scratch_files,
         hidden_paths=tuple(hidden),
     )
     return ZygoteSpec(interpreter=settings.python.interpreter, preload=settings.python.preload, jail=jail,
                       huge_pages=settings.python.huge_pages,
-                      guard=GuardPolicy(settings.python.allowed_imports, settings.python.denied_imports)
+                      guard=GuardPolicy({name: settings.python.allow_list(name)
+                                         for name in settings.python.import_profiles},
+                                        settings.python.denied_imports)
                       if settings.python.import_guard else None,
                       insecure_no_sandbox=settings.sandbox.insecure_no_sandbox,
                       start_timeout_s=settings.python.start_timeout_s)
 
 
-async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerState, probe_slot) -> None:
+def open_memory_cgroups(settings: Settings) -> tuple[MemoryCgroups | None, Check]:
+    """The slots' memory cgroups as sandbox.memory_cgroup asks, and the check that says
+    whether a call's and a session's processes are capped together."""
+    mode = settings.sandbox.memory_cgroup
+    if mode == "off":
+        return None, Check("memory_cgroup", True, "off by config: per-process memory limits only")
+    try:
+        cgroups = MemoryCgroups.open()
+    except CgroupUnavailable as exc:
+        if mode == "required":
+            return None, Check("memory_cgroup", False, f"required but unavailable: {exc}")
+        log.warning("no memory cgroups (%s): each process of a call or session is capped alone", exc)
+        return None, Check("memory_cgroup", True, f"unavailable ({exc}): per-process memory limits only")
+    return cgroups, Check("memory_cgroup", True, f"one per slot under {cgroups.parent}")
+
+
+async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerState, probe_slot,
+                         cgroups: MemoryCgroups | None) -> None:
     """Runs the jail probe and records whether the server may serve."""
     if not spec.insecure_no_sandbox and firejail_path(spec.jail) is None:
         state.reason = f"firejail not found ({spec.jail.firejail}); run scripts/setup.sh"
         return
     if settings.sandbox.self_test or spec.insecure_no_sandbox:
         # The probe proves the jail alone: it forks, writes and spins, which the guard refuses.
-        state.checks = await run_self_test(dataclasses.replace(spec, guard=None), probe_slot)
+        cgroup = cgroups.for_slot(probe_slot.name) if cgroups is not None else None
+        try:
+            state.checks += await run_self_test(dataclasses.replace(spec, guard=None), probe_slot, cgroup)
+        finally:
+            if cgroup is not None:
+                cgroup.remove()
         bad = failed(state.checks)
         state.sandbox_verified = not bad and not spec.insecure_no_sandbox
         if bad:
@@ -106,7 +135,7 @@ def load_caller_policies(settings: Settings) -> Policies:
     validate_against_settings(policies, {"timeout_ms": settings.limits.timeout_ms,
                                          "memory_mb": settings.limits.memory_mb,
                                          "max_output_bytes": settings.limits.max_output_bytes},
-                              settings.lean.max_timeout_ms)
+                              settings.lean.max_timeout_ms, settings.python.import_profiles)
     authenticated = not policies.open or bool(settings.server.tls_client_ca)
     if settings.server.host not in LOOPBACK_HOSTS and not authenticated and not settings.auth.allow_open_bind:
         raise ConfigError(f"refusing to listen on {settings.server.host} with no caller tokens "
@@ -129,10 +158,10 @@ def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
                                        require_client_auth=client_ca is not None)
 
 
-async def verify_guard(pool: WorkerPool, state: ServerState) -> None:
+async def verify_guard(pool: WorkerPool, state: ServerState, profile: str) -> None:
     """Proves on a real worker that the configured guard refuses a denied import; a guard
     that is configured but does not work stops the server from serving."""
-    reply = await pool.run(probe_request("guard", GUARD_PROBE))
+    reply = await pool.run(probe_request("guard", GUARD_PROBE, profile))
     check = judge_guard(reply)
     state.checks.append(check)
     if not check.ok:
@@ -187,14 +216,17 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
                         "`toolserver setup-sandbox` as root (scripts/setup.sh does)")
         log.error("refusing to run code: %s", state.reason)
     else:
-        await verify_sandbox(settings, spec, state, slots[0])
+        cgroups, cgroup_check = open_memory_cgroups(settings)
+        state.checks.append(cgroup_check)
+        await verify_sandbox(settings, spec, state, slots[0], cgroups)
         if state.serving:
             pool = WorkerPool(spec, slots[1:needed], max_queue=settings.python.max_queue,
-                              grace_s=settings.python.worker_grace_s, recycle_after=settings.python.recycle_after)
+                              grace_s=settings.python.worker_grace_s, recycle_after=settings.python.recycle_after,
+                              cgroups=cgroups)
             try:
                 await pool.start()
                 if spec.guard is not None:
-                    await verify_guard(pool, state)
+                    await verify_guard(pool, state, settings.python.import_profile)
             except WorkerLost as exc:
                 state.serving = False
                 state.reason = f"no python worker could start: {exc}"
@@ -204,8 +236,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
                 sessions = SessionManager(spec, session_slots, max_sessions=settings.sessions.max_sessions,
                                           idle_timeout_s=settings.sessions.idle_timeout_s,
                                           start_timeout_s=settings.sessions.start_timeout_s,
-                                          memory_mb=settings.sessions.memory_mb,
-                                          ipc_root=Path(settings.sandbox.ipc_root))
+                                          max_message_text=settings.limits.max_output_bytes, cgroups=cgroups)
                 sessions.start()
     search = await start_search(settings)
     lean = LeanExecutor(settings.lean, spec, slots[needed + settings.sessions.max_sessions:])

@@ -237,6 +237,9 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             caller = self.caller(context)
         except RequestError as exc:
             await context.abort(*status_of(exc))
+        # The window counts calls from the moment they are read until their answer has
+        # been written to the client, so a client that stops reading stops the server
+        # reading its requests: its unread answers never exceed the window.
         responses: asyncio.Queue[pb.ExecuteResponse | None] = asyncio.Queue()
         window = asyncio.Semaphore(self.stream_window)
         tasks: set[asyncio.Task[None]] = set()
@@ -250,8 +253,6 @@ class ToolServerService(pb_grpc.ToolServerServicer):
                 log.exception("stream call %s failed", getattr(request, "request_id", ""))
                 response = pb.ExecuteResponse(request_id=getattr(request, "request_id", ""), outcome=pb.CRASHED,
                                               error=f"INTERNAL: {type(exc).__name__}")
-            finally:
-                window.release()
             await responses.put(response)
 
         async def read_all() -> None:
@@ -273,8 +274,11 @@ class ToolServerService(pb_grpc.ToolServerServicer):
                 if response is None:
                     break
                 yield response
+                window.release()
         finally:
             reader.cancel()
+            for task in list(tasks):  # the client is gone: nobody reads these answers
+                task.cancel()
 
     async def ListTools(self, request: pb.ListToolsRequest, context: grpc.aio.ServicerContext) -> pb.ListToolsResponse:
         try:
@@ -284,7 +288,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             await context.abort(*status_of(exc))
         specs = []
         if "python" in caller.tools:
-            specs.append(tools.PYTHON_TOOL)
+            specs.append(self.python.tool_spec(caller))
         if "search" in caller.tools and self.search is not None:
             specs.append(self.search.tool_spec(caller.indexes))
         if "lean" in caller.tools and self.lean is not None:
@@ -297,7 +301,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
             caller = self.caller(context)
             caller.require_tool("python")
             self.state.admit()
-            session = await self.python.session_manager().open(caller.name, caller.max_sessions)
+            session = await self.python.open_session(request.limits, caller)
         except RequestError as exc:
             await context.abort(*status_of(exc))
         return pb.Session(session_id=session.session_id, idle_timeout_s=session.idle_timeout_s, replica=self.replica)

@@ -1,63 +1,75 @@
 """Stateful Python sessions: one Jupyter kernel per session, each in its own jail.
 
-The kernel (ipykernel) is started through the same firejail command line as the
-workers, as its own slot uid, with no network: it talks to the server over ZeroMQ
-`ipc` sockets in a directory of its own that the jail shares with the host (its home
-is a private tmpfs the host cannot see); Unix sockets cross the network namespace. Calls on
-one session run one at a time. A call past its timeout is interrupted; a kernel that
-does not come back, or dies, ends its session. Idle sessions are closed by a reaper.
+The kernel (`sandbox/kernel.py` around ipykernel) runs through the same firejail command
+line as the workers, as its own slot uid, with no network, the guard of the caller's
+import profile, the jail's seccomp layer, its home tmpfs capped like a call's, and, where
+the host allows, a memory cgroup over all its processes. Its ZeroMQ `ipc` sockets lie in
+its private home; the server reaches them through `/proc/<pid>/root`, so no host
+directory is shared. The server's sockets refuse oversized messages and queue few, and a
+reader per session drains what the kernel publishes, so output that no call asked for
+(a background thread printing) is dropped as it arrives instead of piling up.
+
+Calls on one session run one at a time. A call past its timeout is interrupted; a kernel
+that does not come back, or dies, ends its session. Idle sessions are closed by a reaper.
+An OpenSession whose caller goes away while the kernel starts leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-import os
 import re
 import secrets
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import zmq
 import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
-from jupyter_client.connect import write_connection_file
 
-from sandbox.jail import JailPolicy, Slot
-from sandbox.slots import kill_slot_processes, prepare_private_directory, prepare_scratch, running_as_root
-from sandbox.worker import ZygoteSpec, spawn_jailed
+from sandbox.cgroups import MemoryCgroup, MemoryCgroups
+from sandbox.hostside import UNIX_PATH_MAX, jail_view
+from sandbox.jail import Slot
+from sandbox.slots import kill_slot_processes, prepare_scratch
+from sandbox.worker import CONFINE_SOURCE, GUARD_SOURCE, KERNEL_SOURCE, JailedProcess, WorkerLost, ZygoteSpec
 from toolserver.errors import Exhausted, NotFound, Unavailable
 
 log = logging.getLogger(__name__)
 
 INTERRUPT_GRACE_S = 3.0
-# firejail drops TMPDIR from the environment; the home is the only writable place.
-KERNEL_BOOTSTRAP = ("import os, runpy, sys\n"
-                    "os.environ['TMPDIR'] = os.environ['HOME']\n"
-                    "sys.argv[0] = 'ipykernel_launcher'\n"
-                    "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)\n")
 EOF = "\x04"  # an input_reply of ^D makes ipykernel raise EOFError
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+PORTS = {"shell_port": 1, "iopub_port": 2, "stdin_port": 3, "control_port": 4, "hb_port": 5}
+RECEIVE_QUEUE = 32   # messages a server socket holds before ZeroMQ drops (iopub) or blocks
+CALL_INBOX = 64      # a call's messages waiting to be read; the reader waits past it
+
+
+class KernelProcess(JailedProcess):
+    label = "session kernel"
 
 
 @dataclass
 class KernelSession:
     session_id: str
     slot: Slot
-    process: asyncio.subprocess.Process
+    kernel: KernelProcess
     client: AsyncKernelClient
     idle_timeout_s: int
+    memory_mb: int
     owner: str = ""
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     closed: bool = False
+    inbox: tuple[str, asyncio.Queue[dict[str, Any]]] | None = None  # the running call's id and messages
+    reader: asyncio.Task[None] | None = None
+    oom_kills: int = 0
 
     @property
     def alive(self) -> bool:
-        return self.process.returncode is None and not self.closed
+        return self.kernel.alive and not self.closed
 
 
 class OutputCap:
@@ -70,11 +82,14 @@ class OutputCap:
         self.truncated = False
 
     def add(self, text: str) -> None:
+        if self.size >= self.cap:
+            self.truncated = self.truncated or bool(text)
+            return
         data = text.encode("utf-8", errors="replace")
         room = self.cap - self.size
         if len(data) > room:
             self.truncated = True
-            data = data[: max(room, 0)]
+            data = data[:room]
         if data:
             self.parts.append(data.decode("utf-8", errors="ignore"))
             self.size += len(data)
@@ -85,30 +100,38 @@ class OutputCap:
 
 class SessionManager:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_sessions: int, idle_timeout_s: int,
-                 start_timeout_s: float, memory_mb: int, ipc_root: Path) -> None:
-        self.spec = ZygoteSpec(
-            interpreter=spec.interpreter,
-            jail=JailPolicy(**{**spec.jail.__dict__, "memory_mb": memory_mb}),
-            insecure_no_sandbox=spec.insecure_no_sandbox,
-        )
+                 start_timeout_s: float, max_message_text: int, cgroups: MemoryCgroups | None = None) -> None:
+        # The kernel caps its own address space once warm (sandbox/kernel.py).
+        self.spec = dataclasses.replace(spec, jail=dataclasses.replace(spec.jail, memory_mb=0),
+                                        start_timeout_s=start_timeout_s)
         self.free_slots = list(slots)
         self._releasing = 0                   # slots being cleaned after their session ended
         self._slot_returned = asyncio.Event()
         self.max_sessions = min(max_sessions, len(slots))
         self.idle_timeout_s = idle_timeout_s
-        self.start_timeout_s = start_timeout_s
-        self.ipc_root = ipc_root
+        self.max_message_text = max_message_text
         self.sessions: dict[str, KernelSession] = {}
         self._opening = 0
         self._opening_by: dict[str, int] = {}
         self._closed = False
         self._reaper: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[Any]] = set()
+        self._cgroups = cgroups
+        self._slot_cgroups: dict[str, MemoryCgroup] = {}
+        # One context for every client (a context of its own each would hold an I/O thread
+        # and its descriptors); its sockets take no message larger than a capped one.
+        self.context = zmq.asyncio.Context()
+        self.context.setsockopt(zmq.MAXMSGSIZE, 8 * max_message_text + (256 << 10))
+        self.context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
 
     def start(self) -> None:
         self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
 
-    async def open(self, owner: str = "", max_for_owner: int = 0) -> KernelSession:
-        """Starts a session for owner; max_for_owner > 0 caps how many owner may hold."""
+    async def open(self, owner: str = "", max_for_owner: int = 0, memory_mb: int = 0,
+                   profile: str = "") -> KernelSession:
+        """Starts a session for owner with memory_mb for its code (0: none beyond the host's)
+        and the guard's import profile; max_for_owner > 0 caps how many owner may hold. If the caller goes away while the
+        kernel starts, the session is closed as soon as it is up."""
         if self._closed:
             raise Unavailable("server is shutting down")
         for dead in [s for s in self.sessions.values() if not s.alive and not s.lock.locked()]:
@@ -123,8 +146,29 @@ class SessionManager:
         slot = self.free_slots.pop()
         self._opening += 1
         self._opening_by[owner] = self._opening_by.get(owner, 0) + 1
+        start = asyncio.get_running_loop().create_task(self._start_session(slot, owner, memory_mb, profile))
         try:
-            session = await self._start_kernel(slot, owner)
+            return await asyncio.shield(start)
+        except asyncio.CancelledError:
+            start.add_done_callback(self._close_orphan)
+            raise
+
+    def _close_orphan(self, start: asyncio.Task[KernelSession]) -> None:
+        """The OpenSession that started this session was cancelled: nobody will use it."""
+        if not start.cancelled() and start.exception() is None:
+            self._spawn(self._kill(start.result()))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _held_by(self, owner: str) -> int:
+        return self._opening_by.get(owner, 0) + sum(1 for s in self.sessions.values() if s.owner == owner)
+
+    async def _start_session(self, slot: Slot, owner: str, memory_mb: int, profile: str) -> KernelSession:
+        try:
+            session = await self._start_kernel(slot, owner, memory_mb, profile)
         except BaseException:
             await self._release_slot(slot)
             raise
@@ -134,40 +178,67 @@ class SessionManager:
         self.sessions[session.session_id] = session
         return session
 
-    def _held_by(self, owner: str) -> int:
-        return self._opening_by.get(owner, 0) + sum(1 for s in self.sessions.values() if s.owner == owner)
+    def _cgroup_of(self, slot: Slot) -> MemoryCgroup | None:
+        if self._cgroups is None:
+            return None
+        if slot.name not in self._slot_cgroups:
+            self._slot_cgroups[slot.name] = self._cgroups.for_slot(slot.name)
+        return self._slot_cgroups[slot.name]
 
-    async def _start_kernel(self, slot: Slot, owner: str) -> KernelSession:
+    async def _start_kernel(self, slot: Slot, owner: str, memory_mb: int, profile: str) -> KernelSession:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, prepare_scratch, slot)
-        ipc = self.ipc_root / slot.name
-        await loop.run_in_executor(None, prepare_private_directory, ipc, slot.uid, slot.gid)
-        connection_file = str(ipc / "kernel.json")
-        write_connection_file(connection_file, transport="ipc", ip=str(ipc / "kernel"),
-                              key=secrets.token_hex(16).encode(), signature_scheme="hmac-sha256")
-        if running_as_root():
-            os.chown(connection_file, slot.uid, slot.gid)
-        program = [self.spec.interpreter, "-I", "-c", KERNEL_BOOTSTRAP, "-f", connection_file,
-                   "--transport=ipc", "--HistoryManager.enabled=False",
-                   "--IPKernelApp.quiet=True"]
-        process = await spawn_jailed(self.spec, slot, program, (str(ipc),), stdin=asyncio.subprocess.DEVNULL,
-                                     stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
-        client = AsyncKernelClient(connection_file=connection_file)
-        client.load_connection_file()
-        client.start_channels()
-        # The kernel cannot have bound its sockets yet, so no handshake precedes this monitor.
-        stdin_socket = client.stdin_channel.socket
-        stdin_monitor = stdin_socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
-        session = KernelSession(uuid.uuid4().hex, slot, process, client, self.idle_timeout_s, owner)
+        connection = {**PORTS, "transport": "ipc", "key": secrets.token_hex(16),
+                      "signature_scheme": "hmac-sha256", "kernel_name": ""}
         try:
+            cgroup = await loop.run_in_executor(None, self._cgroup_of, slot)
+        except OSError as exc:
+            raise Unavailable(f"session kernel did not start: no memory cgroup: {exc}") from exc
+        kernel = KernelProcess(slot, cgroup)
+        guard = self.spec.guard
+        try:
+            await kernel.launch(self.spec, "kernel", KERNEL_SOURCE, {
+                "connection": connection, "memory_mb": memory_mb, "max_message_text": self.max_message_text,
+                "confine_source": CONFINE_SOURCE, "guard_source": GUARD_SOURCE,
+                "guard": None if guard is None else guard.config(), "profile": profile,
+                "preload": list(self.spec.preload),
+            })
+        except WorkerLost as exc:
+            raise Unavailable(f"session kernel did not start: {exc}") from exc
+        client: AsyncKernelClient | None = None
+        try:
+            assert kernel.inside is not None
+            ip = jail_view(kernel.inside, slot.scratch / "kernel")
+            if len(f"{ip}-{max(PORTS.values())}") > UNIX_PATH_MAX:
+                raise Unavailable(f"session socket path {ip!r} is too long: shorten sandbox.scratch_root")
+            client = AsyncKernelClient(context=self.context)
+            client.load_connection_info({**connection, "ip": ip})
+            client.start_channels()
+            # The kernel binds its sockets only after this monitor is on, so that the stdin
+            # handshake cannot pass unseen.
+            stdin_socket = client.stdin_channel.socket
+            stdin_monitor = stdin_socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+            session = KernelSession(uuid.uuid4().hex, slot, kernel, client, self.idle_timeout_s, memory_mb, owner,
+                                    oom_kills=cgroup.oom_kills() if cgroup is not None else 0)
             try:
-                await asyncio.wait_for(self._wait_ready(session, stdin_monitor), self.start_timeout_s)
+                async with asyncio.timeout(self.spec.start_timeout_s):
+                    await kernel.write(b"g")
+                    serving = await kernel.read_frame()
+                    if not serving.get("serving"):
+                        raise RuntimeError(f"kernel did not serve: {serving!r}")
+                    await self._wait_ready(session, stdin_monitor)
             finally:
                 stdin_socket.disable_monitor()
                 stdin_monitor.close(linger=0)
-        except (asyncio.TimeoutError, RuntimeError) as exc:
-            await self._stop_kernel(session)  # open() frees the slot
-            raise Unavailable(f"session kernel did not start: {exc!r}") from exc
+            if cgroup is not None:  # what its code may add to the warm kernel
+                cgroup.set_limit_mb(cgroup.usage_mb() + memory_mb if memory_mb else 0)
+        except BaseException as exc:
+            await self._stop_kernel(kernel, client)
+            if isinstance(exc, (TimeoutError, RuntimeError, OSError, WorkerLost)):
+                raise Unavailable(f"session kernel did not start: {exc!r}; "
+                                  f"stderr: {kernel.stderr_tail.strip()[-300:]}") from exc
+            raise
+        session.reader = loop.create_task(self._read_iopub(session))
         return session
 
     async def _wait_ready(self, session: KernelSession, stdin_monitor: zmq.asyncio.Socket) -> None:
@@ -197,6 +268,23 @@ class SessionManager:
             except Exception:  # queue.Empty from the client: not ready yet
                 continue
 
+    async def _read_iopub(self, session: KernelSession) -> None:
+        """Hands each message the kernel publishes to the call it belongs to; the rest
+        (output of no call in flight) is dropped as it arrives."""
+        channel = session.client.iopub_channel
+        while not session.closed:
+            try:
+                message = await channel.get_msg(timeout=1.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # queue.Empty, or a channel closed under us
+                if not session.alive:
+                    return
+                continue
+            inbox = session.inbox
+            if inbox is not None and message["parent_header"].get("msg_id") == inbox[0]:
+                await inbox[1].put(message)
+
     def get(self, session_id: str, owner: str = "") -> KernelSession:
         """The owner's session; another caller's session is NOT_FOUND, as an unknown one."""
         session = self.sessions.get(session_id)
@@ -214,20 +302,23 @@ class SessionManager:
             return
         session.closed = True
         self.sessions.pop(session.session_id, None)
-        await self._stop_kernel(session)
+        if session.reader is not None:
+            session.reader.cancel()
+        self._releasing += 1  # its slot is on its way back from now on: OpenSession waits for it
+        try:
+            await self._stop_kernel(session.kernel, session.client)
+        finally:
+            self._releasing -= 1
         await self._release_slot(session.slot)
 
-    async def _stop_kernel(self, session: KernelSession) -> None:
-        try:
-            session.client.stop_channels()
-        except Exception as exc:  # a broken channel must not keep the slot
-            log.warning("closing channels of session %s: %r", session.session_id, exc)
-        if session.process.returncode is None:
+    async def _stop_kernel(self, kernel: KernelProcess, client: AsyncKernelClient | None) -> None:
+        """Closes the client's sockets and kills the jail with everything its uid runs."""
+        if client is not None:
             try:
-                os.killpg(session.process.pid, 9)
-            except ProcessLookupError:
-                pass
-            await session.process.wait()
+                client.stop_channels()
+            except Exception as exc:  # a broken channel must not keep the slot
+                log.warning("closing the channels of a session on %s: %r", kernel.slot.name, exc)
+        await kernel.kill()
 
     async def _release_slot(self, slot: Slot) -> None:
         self._releasing += 1
@@ -246,9 +337,24 @@ class SessionManager:
             if not session.alive:
                 raise NotFound(f"session {session_id!r} was closed")
             try:
-                return await self._run(session, code, stdin, timeout_ms, max_output_bytes)
+                reply = await self._run(session, code, stdin, timeout_ms, max_output_bytes)
             finally:
                 session.last_used = time.monotonic()
+            self._account_memory(session, reply)
+            return reply
+
+    def _account_memory(self, session: KernelSession, reply: dict[str, Any]) -> None:
+        """A call during which the OOM killer ended a process of the session hit the
+        session's memory limit, whatever the kernel reported."""
+        cgroup = session.kernel.cgroup
+        if cgroup is None:
+            return
+        kills = cgroup.oom_kills()
+        if kills > session.oom_kills and reply["outcome"] in ("CRASHED", "ERROR"):
+            ended = "; the session is closed" if not session.alive else ""
+            reply.update(outcome="MEMORY_LIMIT",
+                         error=f"session memory limit of {session.memory_mb} MB reached by its processes together{ended}")
+        session.oom_kills = kills
 
     async def _run(self, session: KernelSession, code: str, stdin: str, timeout_ms: int,
                    max_output_bytes: int) -> dict[str, Any]:
@@ -258,13 +364,16 @@ class SessionManager:
         reply: dict[str, Any] = {"outcome": "OK", "value": "", "error": "", "exit_code": 0}
         started = time.monotonic()
         deadline = started + timeout_ms / 1000.0
+        value_cut = False
+        messages: asyncio.Queue[dict[str, Any]] = asyncio.Queue(CALL_INBOX)
         msg_id = client.execute(code, store_history=False, allow_stdin=True)
+        session.inbox = (msg_id, messages)
         stdin_task = asyncio.get_running_loop().create_task(self._answer_input(client, lines))
         interrupted = False
         try:
             while True:
                 now = time.monotonic()
-                if session.process.returncode is not None:
+                if not session.kernel.alive:
                     reply.update(outcome="CRASHED", error="session kernel died; the session is closed", exit_code=-1)
                     await self._kill(session)
                     break
@@ -278,33 +387,42 @@ class SessionManager:
                     interrupted = True
                     deadline = now + INTERRUPT_GRACE_S
                 try:
-                    message = await client.get_iopub_msg(timeout=min(0.2, max(deadline - now, 0.01)))
-                except Exception:  # queue.Empty: nothing yet
-                    continue
-                if message["parent_header"].get("msg_id") != msg_id:
+                    message = await asyncio.wait_for(messages.get(), min(0.2, max(deadline - now, 0.01)))
+                except asyncio.TimeoutError:
                     continue
                 kind, content = message["msg_type"], message["content"]
+                cut = bool(content.get("truncated"))
                 if kind == "stream":
-                    (stdout if content.get("name") == "stdout" else stderr).add(content.get("text", ""))
+                    target = stdout if content.get("name") == "stdout" else stderr
+                    target.add(str(content.get("text", "")))
+                    target.truncated = target.truncated or cut
                 elif kind == "execute_result":
-                    reply["value"] = content.get("data", {}).get("text/plain", "")[:max_output_bytes]
+                    value = str(content.get("data", {}).get("text/plain", ""))
+                    value_cut = cut or len(value) > max_output_bytes
+                    reply["value"] = value[:max_output_bytes]
                 elif kind == "display_data":
-                    stdout.add(content.get("data", {}).get("text/plain", "") + "\n")
+                    stdout.add(str(content.get("data", {}).get("text/plain", "")) + "\n")
+                    stdout.truncated = stdout.truncated or cut
                 elif kind == "error":
-                    stderr.add(strip_ansi("\n".join(content.get("traceback", []))) + "\n")
-                    name = content.get("ename", "Error")
+                    stderr.add(strip_ansi("\n".join(map(str, content.get("traceback", [])))) + "\n")
+                    stderr.truncated = stderr.truncated or cut
+                    name = str(content.get("ename", "Error"))
                     if interrupted and name == "KeyboardInterrupt":
                         reply.update(outcome="TIMEOUT", exit_code=-1,
                                      error=f"time limit of {timeout_ms} ms exceeded; interrupted, session kept")
                     elif name == "MemoryError":
                         reply.update(outcome="MEMORY_LIMIT", exit_code=1, error="MemoryError: session memory limit reached")
+                    elif name in ("ImportDenied", "ActionDenied"):
+                        reply.update(outcome="DENIED", exit_code=1, error=f"{name}: {content.get('evalue', '')}")
                     else:
                         reply.update(outcome="ERROR", exit_code=1, error=f"{name}: {content.get('evalue', '')}")
                 elif kind == "status" and content.get("execution_state") == "idle":
                     break
         finally:
+            session.inbox = None
             stdin_task.cancel()
-        reply.update(stdout=stdout.text(), stderr=stderr.text(), truncated=stdout.truncated or stderr.truncated,
+        reply.update(stdout=stdout.text(), stderr=stderr.text(),
+                     truncated=stdout.truncated or stderr.truncated or value_cut,
                      elapsed_us=int((time.monotonic() - started) * 1e6))
         return reply
 
@@ -337,11 +455,15 @@ class SessionManager:
         if self._reaper is not None:
             self._reaper.cancel()
         await asyncio.gather(*(self._kill(s) for s in list(self.sessions.values())), return_exceptions=True)
+        await asyncio.gather(*list(self._background), return_exceptions=True)
+        for cgroup in self._slot_cgroups.values():
+            cgroup.remove()
+        self.context.destroy(linger=0)
 
 
 def raise_if_exited(session: KernelSession) -> None:
-    if session.process.returncode is not None:
-        raise RuntimeError(f"kernel exited with status {session.process.returncode}")
+    if not session.kernel.alive:
+        raise RuntimeError("kernel exited")
 
 
 def strip_ansi(text: str) -> str:

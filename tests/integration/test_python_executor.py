@@ -124,7 +124,7 @@ def test_writes_outside_scratch_fail(client):
 
 
 def test_no_network_and_not_root(jail_client):
-    response = jail_client.run_python("import os, socket\n(os.getuid() != 0, [n for _, n in socket.if_nameindex()])")
+    response = jail_client.run_python("import os\n(os.getuid() != 0, [l.split(':')[0].strip() for l in open('/proc/self/net/dev').readlines()[2:]])")
     assert response.python.value == "(True, ['lo'])"
 
 

@@ -33,7 +33,7 @@ def test_session_keeps_state_until_closed(client):
     assert response.python.value == "(x**2 + 2*x + 1, 42)"
     failed = in_session(client, session.session_id, "1 / 0")
     assert failed.outcome == pb.ERROR and failed.error.startswith("ZeroDivisionError")
-    uid = in_session(client, session.session_id, "import os, socket\n(os.getuid() != 0, [n for _, n in socket.if_nameindex()])")
+    uid = in_session(client, session.session_id, "import os\n(os.getuid() != 0, [l.split(':')[0].strip() for l in open('/proc/self/net/dev').readlines()[2:]])")
     assert uid.python.value == "(True, ['lo'])"
     client.stub.CloseSession(pb.CloseSessionRequest(session_id=session.session_id), timeout=30)
     with pytest.raises(NotFound):

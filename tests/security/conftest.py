@@ -11,7 +11,8 @@ from toolserver.policy import token_hash
 
 from tests.conftest import RunningServer
 
-TOKENS = {"alice": "alice-token-7f3a", "bob": "bob-token-91c2", "carol": "carol-token-55d0"}
+TOKENS = {"alice": "alice-token-7f3a", "bob": "bob-token-91c2", "carol": "carol-token-55d0",
+          "dave": "dave-token-0b4e"}
 POLICY_FILE = f"""
 [callers.alice]
 token_sha256 = "{token_hash(TOKENS['alice'])}"
@@ -28,6 +29,13 @@ tools = ["python"]
 token_sha256 = "{token_hash(TOKENS['carol'])}"
 tools = ["search"]
 indexes = ["python-docs"]
+
+[callers.dave]
+token_sha256 = "{token_hash(TOKENS['dave'])}"
+tools = ["python"]
+import_profile = "strict"
+max_memory_mb = 256
+max_sessions = 1
 """
 
 

@@ -77,6 +77,8 @@ def test_no_network_from_the_jail(jail_client, jail_server):
 
 def test_no_network_through_the_guard(client, server):
     response = run(client, NETWORK_PROBE.replace("PORT", str(server.port)))
+    assert set(eval(response.python.value).values()) == {"ActionDenied"}
+    response = run(client, f"import socket\nsocket.create_connection(('127.0.0.1', {server.port}))")
     assert response.outcome == pb.DENIED and "socket" in response.error
 
 

@@ -105,7 +105,7 @@ def test_tokens_never_reach_the_log(policy_server):
             stranger.run_python("1")
     log = policy_server.output()
     assert all(token not in log for token in TOKENS.values())
-    assert "3 caller policies" in log
+    assert "4 caller policies" in log
 
 
 def test_search_indexes_are_allow_listed_per_caller(policy_server):

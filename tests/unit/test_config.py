@@ -51,3 +51,48 @@ def test_package_turns_grpc_fork_support_off_before_grpc_loads():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin"}).stdout.split()
     assert out[0] == "false"
+
+
+def test_import_profiles_default_to_open_and_strict():
+    python = load_settings().python
+    assert python.import_profile == "open" and python.allow_list("open") is None
+    assert "math" in python.allow_list("strict") and "inspect" not in python.allow_list("strict")
+    assert "socket" not in python.denied_imports and "ctypes" in python.denied_imports
+
+
+def test_import_profiles_are_added_from_the_config(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[python]\nimport_profile = "tenant"\n[python.import_profiles]\ntenant = ["math", "json"]\n')
+    python = load_settings(path).python
+    assert python.allow_list("tenant") == ("math", "json") and python.allow_list("open") is None
+
+
+@pytest.mark.parametrize("toml, message", [
+    ('[python]\nimport_profile = "nowhere"\n', "not one of python.import_profiles"),
+    ('[python.import_profiles]\nbad = ["math", "ctypes"]\n', "allows denied module"),
+    ('[python.import_profiles]\nbad = []\n', "is empty"),
+    ('[python.import_profiles]\nbad = ["*", "math"]\n', "stands alone"),
+    ('[python]\npreload = ["ctypes"]\n', "preload names denied"),
+    ('[python.import_profiles]\nbad = "math"\n', "table of lists of strings"),
+    ('[sandbox]\nmemory_cgroup = "sometimes"\n', "memory_cgroup"),
+])
+def test_bad_import_settings_are_refused(tmp_path, toml, message):
+    path = tmp_path / "c.toml"
+    path.write_text(toml)
+    with pytest.raises(ConfigError, match=message):
+        load_settings(path)
+
+
+def test_session_memory_follows_the_request_the_server_and_the_caller():
+    from toolserver.errors import PermissionDenied
+    from toolserver.policy import CallerPolicy
+    from toolserver.python_tool import session_memory_mb
+
+    settings = load_settings()
+    capped = CallerPolicy(name="capped", tools=frozenset({"python"}), max_memory_mb=256)
+    assert session_memory_mb(pb.Limits(), settings) == settings.sessions.memory_mb
+    assert session_memory_mb(pb.Limits(memory_mb=300), settings) == 300
+    assert session_memory_mb(pb.Limits(memory_mb=10**6), settings) == settings.sessions.memory_mb
+    assert session_memory_mb(pb.Limits(), settings, capped) == 256
+    with pytest.raises(PermissionDenied):
+        session_memory_mb(pb.Limits(memory_mb=512), settings, capped)

@@ -8,7 +8,7 @@ SLOT = Slot("tsbox3", 1003, 1003, Path("/var/lib/toolserver/scratch/tsbox3"))
 def test_command_line_has_every_isolation_flag():
     argv = jail_command(JailPolicy(hidden_paths=("/srv/project",)), SLOT, ["/usr/bin/python3", "-I"])
     for flag in ("--net=none", "--caps.drop=all", "--nonewprivs", "--noroot", "--seccomp",
-                 "--restrict-namespaces", "--private-dev", "--private-tmp", "--read-only=/",
+                 "--restrict-namespaces", "--ipc-namespace", "--hostname=sandbox", "--private-dev", "--private-tmp", "--read-only=/",
                  f"--private={SLOT.scratch}", f"--read-write={SLOT.scratch}", "--blacklist=/srv/project",
                  "--rlimit-nproc=64"):
         assert flag in argv

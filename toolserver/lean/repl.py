@@ -19,7 +19,7 @@ from typing import Any
 
 from sandbox.jail import Slot
 from sandbox.slots import prepare_scratch
-from sandbox.worker import JailedProcess, ZygoteSpec, spawn_jailed
+from sandbox.worker import JailedProcess, ZygoteSpec, confined_program, spawn_jailed
 from toolserver.lean.header import Header
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class LeanRepl(JailedProcess):
         await asyncio.get_running_loop().run_in_executor(None, prepare_scratch, slot)
         try:
             self._process = await spawn_jailed(
-                self.spec, slot, list(self.toolchain.command), limit=STDOUT_LIMIT,
+                self.spec, slot, confined_program(self.spec, list(self.toolchain.command)), limit=STDOUT_LIMIT,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )
         except OSError as exc:

@@ -1,0 +1,138 @@
+"""One memory cgroup per slot: a cap on all the memory a call or a session adds, however
+many processes it starts.
+
+RLIMIT_AS caps each process alone; a call that starts four processes would get four
+times its limit. A slot's cgroup holds every process of its jail, moved there once the
+jail is warm (before any untrusted code runs); memory charged before the move (the warm
+interpreter) stays where it was, so the cgroup's limit is exactly what the caller's code
+may add: its allocations, its copy-on-write copies and the files it writes to its
+tmpfs home. Past the limit the kernel's OOM killer ends a process of the slot, and the
+host reads the cgroup's kill counter to answer MEMORY_LIMIT.
+
+cgroup v1's memory controller is used (these hosts have no v2 memory controller); the
+host must be root and the hierarchy writable. Where it is not, `MemoryCgroups.open`
+says why and the server runs with per-process limits only (`sandbox.memory_cgroup`).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+V1_ROOT = Path("/sys/fs/cgroup/memory")
+GROUP = "toolserver"
+
+
+class CgroupUnavailable(OSError):
+    """No writable memory cgroup hierarchy here; the message says why."""
+
+
+class MemoryCgroup:
+    """The cgroup of one slot."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.limit_mb = 0
+
+    def adopt(self, pids: list[int]) -> None:
+        """Moves pids (a jail's processes) into this cgroup; gone processes are skipped."""
+        for pid in pids:
+            try:
+                (self.path / "cgroup.procs").write_text(str(pid))
+            except ProcessLookupError:
+                continue
+            except OSError as exc:
+                if exc.errno != errno.ESRCH:
+                    raise
+
+    def set_limit_mb(self, megabytes: int) -> None:
+        """Caps the memory charged to this cgroup (0: no cap); the kernel reclaims what it
+        can first and refuses (OSError EBUSY) a cap below what it cannot reclaim."""
+        if megabytes == self.limit_mb:
+            return
+        value = str(megabytes << 20) if megabytes else "-1"
+        swap = self.path / "memory.memsw.limit_in_bytes"
+        raising = not megabytes or (self.limit_mb and megabytes > self.limit_mb)
+        # memory+swap must stay at least memory: raise it first, lower it last.
+        if swap.exists() and raising:
+            swap.write_text(value)
+        (self.path / "memory.limit_in_bytes").write_text(value)
+        if swap.exists() and not raising:
+            swap.write_text(value)
+        self.limit_mb = megabytes
+
+    def oom_kills(self) -> int:
+        """How many processes the OOM killer has ended in this cgroup so far."""
+        try:
+            for line in (self.path / "memory.oom_control").read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name == "oom_kill":
+                    return int(value)
+        except OSError:
+            pass
+        return 0
+
+    def usage_mb(self) -> int:
+        try:
+            return int((self.path / "memory.usage_in_bytes").read_text()) >> 20
+        except OSError:
+            return 0
+
+    def remove(self) -> None:
+        """Removes the cgroup once its processes are gone (their charges go to the parent)."""
+        try:
+            self.path.rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            log.warning("cannot remove cgroup %s: %s", self.path, exc)
+
+
+class MemoryCgroups:
+    """Where slot cgroups are made: below this server's own memory cgroup."""
+
+    def __init__(self, parent: Path) -> None:
+        self.parent = parent
+
+    @classmethod
+    def open(cls) -> "MemoryCgroups":
+        """The hierarchy for slot cgroups; raises CgroupUnavailable with the reason."""
+        if os.geteuid() != 0:
+            raise CgroupUnavailable("the server is not root")
+        own = own_memory_cgroup()
+        if own is None:
+            raise CgroupUnavailable("no cgroup v1 memory controller is mounted at /sys/fs/cgroup/memory")
+        parent = V1_ROOT / own.lstrip("/") / GROUP
+        try:
+            parent.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise CgroupUnavailable(f"cannot create {parent}: {exc.strerror}") from exc
+        return cls(parent)
+
+    def for_slot(self, name: str) -> MemoryCgroup:
+        """The slot's cgroup, made empty of limits; raises OSError."""
+        path = self.parent / name
+        path.mkdir(exist_ok=True)
+        group = MemoryCgroup(path)
+        group.limit_mb = -1  # unknown: whatever an earlier server left
+        group.set_limit_mb(0)
+        return group
+
+
+def own_memory_cgroup() -> str | None:
+    """This process's path in the v1 memory hierarchy, when that hierarchy is mounted."""
+    if not (V1_ROOT / "cgroup.procs").exists():
+        return None
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return path
+    return None

@@ -1,0 +1,57 @@
+"""Slot memory cgroups on this host's real cgroup v1 hierarchy (skipped where there is none)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from sandbox.cgroups import CgroupUnavailable, MemoryCgroups
+
+HOG = ("import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\ntime.sleep(30)")
+
+
+@pytest.fixture
+def cgroup():
+    try:
+        groups = MemoryCgroups.open()
+    except CgroupUnavailable as exc:
+        pytest.skip(f"no memory cgroups here: {exc}")
+    group = groups.for_slot(f"unit-test-{os.getpid()}")
+    yield group
+    group.remove()
+
+
+def test_a_process_past_the_cap_is_ended_and_counted(cgroup):
+    cgroup.set_limit_mb(64)
+    before = cgroup.oom_kills()
+    hog = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(1)\n" + HOG], stdin=subprocess.PIPE)
+    try:
+        cgroup.adopt([hog.pid])
+        hog.stdin.write(b"g")
+        hog.stdin.flush()
+        assert hog.wait(30) == -signal.SIGKILL
+    finally:
+        if hog.poll() is None:
+            hog.kill()
+            hog.wait()
+    assert cgroup.oom_kills() == before + 1
+
+
+def test_limits_go_up_and_down_and_off(cgroup):
+    for megabytes in (128, 512, 96, 0, 256):
+        cgroup.set_limit_mb(megabytes)
+        value = int((cgroup.path / "memory.limit_in_bytes").read_text())
+        assert value == (megabytes << 20) if megabytes else value > 1 << 50
+
+
+def test_gone_processes_are_skipped_and_an_empty_cgroup_is_removed(cgroup):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    cgroup.adopt([gone.pid])  # exited and reaped: nothing to move
+    assert (cgroup.path / "cgroup.procs").read_text() == ""
+    cgroup.remove()
+    assert not cgroup.path.exists()
