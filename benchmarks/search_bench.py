@@ -99,7 +99,7 @@ def bench_index(settings: SearchSettings, name: str, queries: list[str], top_k: 
         samples = []
         for query in queries:
             started = time.perf_counter()
-            await executor.search(pb.SearchCall(query=query, index=name, top_k=top_k), "bench", None)
+            await executor.search(pb.SearchCall(query=query, index=name, top_k=top_k), "bench")
             samples.append(time.perf_counter() - started)
         return samples
 

@@ -123,6 +123,27 @@ class MemoryCgroups:
         return group
 
 
+class SlotCgroups:
+    """The cgroups of one pool's slots: each made once, on first use, kept for every
+    process tree the slot runs, and removed together when the pool closes."""
+
+    def __init__(self, cgroups: MemoryCgroups | None) -> None:
+        self._cgroups = cgroups
+        self._made: dict[str, MemoryCgroup] = {}
+
+    def of(self, slot_name: str) -> MemoryCgroup | None:
+        """The slot's cgroup; None without memory cgroups. Raises OSError."""
+        if self._cgroups is None:
+            return None
+        if slot_name not in self._made:
+            self._made[slot_name] = self._cgroups.for_slot(slot_name)
+        return self._made[slot_name]
+
+    def remove_all(self) -> None:
+        for cgroup in self._made.values():
+            cgroup.remove()
+
+
 def own_memory_cgroup() -> str | None:
     """This process's path in the v1 memory hierarchy, when that hierarchy is mounted."""
     if not (V1_ROOT / "cgroup.procs").exists():

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import json
 import os
 import socket
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from sandbox.calls import CallLimits, CallRequest
 from sandbox.cgroups import MemoryCgroup
 from sandbox.jail import Slot
 from sandbox.slots import prepare_scratch, running_as_root
@@ -148,11 +150,13 @@ class Check:
     detail: str
 
 
-def probe_request(request_id: str, code: str, profile: str = "", **limits: int) -> dict[str, Any]:
-    request = {"id": request_id, "code": code, "stdin": "", "profile": profile, "timeout_ms": 5000, "memory_mb": 256,
-               "max_output_bytes": 65536, "max_processes": 16, "max_file_mb": 1, "max_open_files": 64}
-    request.update(limits)
-    return request
+PROBE_LIMITS = CallLimits(timeout_ms=5000, memory_mb=256, max_output_bytes=65536, max_processes=16, max_file_mb=1,
+                          max_open_files=64)
+
+
+def probe_request(request_id: str, code: str, profile: str = "", **limits: int) -> CallRequest:
+    """A probe's call: PROBE_LIMITS with the given ones changed."""
+    return CallRequest(request_id, code, dataclasses.replace(PROBE_LIMITS, **limits), profile=profile)
 
 
 def write_targets(spec: ZygoteSpec) -> list[str]:

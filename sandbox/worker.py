@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sandbox.calls import CallRequest
 from sandbox.cgroups import MemoryCgroup
 from sandbox.hostside import cap_home, descendants, host_pid, in_other_mount_namespace, namespace_pid
 from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
@@ -265,18 +266,19 @@ class Zygote(JailedProcess):
             self._oom_kills = self.cgroup.oom_kills()
         return self.hello
 
-    async def run(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    async def run(self, request: CallRequest, timeout_s: float) -> dict[str, Any]:
         """Sends one call and returns the zygote's reply; raises WorkerLost."""
         if not self.alive:
             raise WorkerLost("worker is not running")
         assert self._process is not None and self._process.stdin is not None
-        data = json.dumps(request).encode()
+        data = json.dumps(request.wire()).encode()
         self.calls += 1
+        memory_mb = request.limits.memory_mb
         if self.cgroup is not None:
             try:
-                self.cgroup.set_limit_mb(request["memory_mb"])
+                self.cgroup.set_limit_mb(memory_mb)
             except OSError as exc:  # cannot reclaim below it now: the last cap stays
-                log.warning("worker %s: memory cap of %d MB not set: %s", self.slot.name, request["memory_mb"], exc)
+                log.warning("worker %s: memory cap of %d MB not set: %s", self.slot.name, memory_mb, exc)
         try:
             self._process.stdin.write(struct.pack(">I", len(data)) + data)
             await self._process.stdin.drain()
@@ -285,10 +287,10 @@ class Zygote(JailedProcess):
             raise WorkerLost(f"worker did not answer within {timeout_s:.1f} s") from exc
         except (OSError, ConnectionError) as exc:
             raise WorkerLost(f"worker pipe broke: {exc!r}") from exc
-        if reply.get("id") != request.get("id"):
+        if reply.get("id") != request.id:
             raise WorkerLost("worker answered another call")
         if self.cgroup is not None:
-            self._account_memory(reply, request["memory_mb"])
+            self._account_memory(reply, memory_mb)
         return reply
 
     def _account_memory(self, reply: dict[str, Any], memory_mb: int) -> None:

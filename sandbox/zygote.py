@@ -572,10 +572,18 @@ def main(config):
         request = read_frame(control_in)
         if request is None:
             return
+        missing = [key for key in REQUEST_KEYS if key not in request]
+        if missing:
+            send_frame(control_out, {"id": request.get("id", ""), "outcome": "INVALID",
+                                     "error": f"the request lacks {', '.join(missing)}"})
+            continue
         send_frame(control_out, execute(child, request))
         clean_up(child)
         child = Child(baseline_kb)
 
 
+# The keys of a request frame: the host builds them from sandbox.calls.CallRequest.
+REQUEST_KEYS = ("id", "code", "stdin", "profile", "timeout_ms", "memory_mb", "max_output_bytes", "max_processes",
+                "max_file_mb", "max_open_files", "max_scratch_mb")
 GUARD = GUARD_POLICY = None  # set by main from the config
 main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

@@ -2,20 +2,104 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc loads)
 import grpc  # noqa: E402
+from sandbox.jail import Slot
+from sandbox.slots import discover_slots
 from toolserver.client import ToolClient
+from toolserver.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
+SCRATCH = Path(Settings().sandbox.scratch_root)
+
+
+class SlotRanges:
+    """The sandbox slot users of this machine, lent to tests as disjoint ranges.
+
+    Everything alive at once that jails processes (a server, a pool, a probe) needs slots
+    of its own, as each kills every process of its slots' uids. A lent slot is held by
+    an exclusive lock on a file of its own, so that test runs side by side on one
+    machine never share one either; a range goes back when its holder stops."""
+
+    def __init__(self, total: int, lock_dir: Path, wait_s: float = 600.0) -> None:
+        self.total = total
+        self.lock_dir = lock_dir
+        self.wait_s = wait_s
+        self.held: dict[int, int] = {}  # slot index -> descriptor of its locked file
+
+    def take(self, count: int) -> int:
+        """The first index of count slots in a row, now lent; waits while others hold them."""
+        self.lock_dir.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            for first in range(self.total - count + 1):
+                if self._lock_all(range(first, first + count)):
+                    return first
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no {count} free sandbox slots in a row within {self.wait_s:.0f} s")
+            time.sleep(0.5)
+
+    def give_back(self, first: int, count: int) -> None:
+        for index in range(first, first + count):
+            os.close(self.held.pop(index))  # closing the descriptor drops its lock
+
+    def _lock_all(self, indexes: range) -> bool:
+        locked = []
+        for index in indexes:
+            if index in self.held or not self._lock(index):
+                for taken in locked:
+                    os.close(self.held.pop(taken))
+                return False
+            locked.append(index)
+        return True
+
+    def _lock(self, index: int) -> bool:
+        fd = os.open(self.lock_dir / f"{index}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self.held[index] = fd
+        return True
+
+
+SLOTS = SlotRanges(Settings().sandbox.slots, Path(tempfile.gettempdir()) / "toolserver-test-slots")
+
+
+@contextlib.contextmanager
+def lent_slots(count: int) -> Iterator[list[Slot]]:
+    """count slots of SLOTS while the block runs; skips the test when the slot users
+    are missing."""
+    first = SLOTS.take(count)
+    try:
+        slots = discover_slots(Settings().sandbox.user_prefix, count, SCRATCH, first=first)
+        if len(slots) < count:
+            pytest.skip("sandbox slot users missing: run toolserver setup-sandbox")
+        yield slots
+    finally:
+        SLOTS.give_back(first, count)
+
+
+@pytest.fixture
+def sandbox_slots():
+    """Lends slots for the test: sandbox_slots(count) is a list of count slots."""
+    with contextlib.ExitStack() as stack:
+        yield lambda count: stack.enter_context(lent_slots(count))
 
 
 def free_port() -> int:
@@ -25,15 +109,17 @@ def free_port() -> int:
 
 
 class RunningServer:
-    """A real server process. Servers alive at the same time need disjoint slot ranges
-    (first_slot), as each one kills every process of its slots' uids."""
+    """A real server process on slots lent by SLOTS until it stops; extra_slots are
+    for its Lean REPLs."""
 
-    def __init__(self, tmp: Path, *, first_slot: int, workers: int = 2, sessions: int = 0,
+    def __init__(self, tmp: Path, *, workers: int = 2, sessions: int = 0, extra_slots: int = 0,
                  args: tuple[str, ...] = (), config: str = "") -> None:
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         path = tmp / f"config-{self.port}.toml"
-        slots = f"first_slot = {first_slot}\nslots = {workers + 1 + sessions}\n"
+        self.slot_count = workers + 1 + sessions + extra_slots
+        self.first_slot = SLOTS.take(self.slot_count)
+        slots = f"first_slot = {self.first_slot}\nslots = {self.slot_count}\n"
         if "[sandbox]" in config:
             config = config.replace("[sandbox]\n", f"[sandbox]\n{slots}")
         else:
@@ -49,7 +135,11 @@ class RunningServer:
                "--config", str(path), *args]
         self.log = open(tmp / f"server-{self.port}.log", "w+")
         self.process = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_listening()
+        try:
+            self.wait_listening()
+        except RuntimeError:
+            self.stop()
+            raise
 
     def wait_listening(self, timeout_s: float = 120) -> None:
         deadline = time.monotonic() + timeout_s
@@ -81,13 +171,15 @@ class RunningServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        self.log.close()
+        if not self.log.closed:
+            self.log.close()
+            SLOTS.give_back(self.first_slot, self.slot_count)
         return self.process.returncode
 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    running = RunningServer(tmp_path_factory.mktemp("server"), first_slot=0, workers=2, sessions=2)
+    running = RunningServer(tmp_path_factory.mktemp("server"), workers=2, sessions=2)
     yield running
     running.stop()
 
@@ -95,7 +187,7 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def jail_server(tmp_path_factory):
     """A server with the Python-level guard off: what its calls meet is the jail alone."""
-    running = RunningServer(tmp_path_factory.mktemp("jail"), first_slot=16, workers=2, sessions=1,
+    running = RunningServer(tmp_path_factory.mktemp("jail"), workers=2, sessions=1,
                             config="[python]\nimport_guard = false\n")
     yield running
     running.stop()

@@ -90,14 +90,13 @@ async def bench_stream(target: str, code: str, calls: int, concurrency: int, **c
         started = time.perf_counter()
         answered = 0
         try:
-            async for response in client.stub.ExecuteStream(requests(), timeout=max(60.0, calls / 10),
-                                                              metadata=client.metadata):
+            async for response in client.stream(requests(), timeout_s=max(60.0, calls / 10)):
                 latencies.append((time.perf_counter() - sent_at.pop(response.request_id)) * 1000)
                 answered += 1
                 if response.outcome != pb.OK:
                     failures += 1
                 window.release()
-        except Exception:  # a broken stream: every unanswered call is a failure
+        except ToolServerError:  # a broken stream: every unanswered call is a failure
             pass
         failures += calls - answered
         seconds = time.perf_counter() - started

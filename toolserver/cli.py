@@ -124,7 +124,7 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 def cmd_tools(args: argparse.Namespace) -> int:
     from toolserver.client import ToolClient
-    from toolserver.tools import openai_function
+    from toolserver.arguments import openai_function
 
     with ToolClient(args.target, **client_args(args)) as client:
         print(json.dumps([openai_function(spec) for spec in client.list_tools()], indent=2))

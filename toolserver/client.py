@@ -1,33 +1,48 @@
 """Python client for the tool server, sync and asyncio, mirroring the service's verbs.
 
-`ToolClient.run_python` makes one call; `ToolClient.run_many` sends many calls over
-one ExecuteStream and returns the responses in request order. Request failures raise
-a `ToolServerError` subclass per gRPC status; a failure of the code itself is not an
-exception: it is the response's `outcome`. `token` is sent as the bearer token of every
-call; `tls_ca` (and `tls_cert`/`tls_key` for mutual TLS) make the channel TLS.
+`ToolClient.run_python` makes one call; `ToolClient.stream` sends many calls over one
+ExecuteStream and yields each answer as the server finishes it; `ToolClient.run_many`
+returns them in request order. Request failures raise a `ToolServerError` subclass per
+gRPC status; a failure of the code itself is not an exception: it is the response's
+`outcome`. `token` is sent as the bearer token of every call; `tls_ca` (and
+`tls_cert`/`tls_key` for mutual TLS) make the channel TLS. `AsyncToolClient` has the same
+verbs as coroutines (and `stream` as an async iterator); both share `ToolClientBase`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, AsyncIterable, AsyncIterator, ClassVar, Iterable, Iterator, Sequence
 
 import grpc
 
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 
+RETRYABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
+OPEN_SESSION_TIMEOUT_S = 120.0  # OpenSession starts a jailed kernel: never a shorter deadline than this
+
 
 class ToolServerError(Exception):
+    """A call the server refused or the channel failed; `code` is its gRPC status."""
+
     code = grpc.StatusCode.UNKNOWN
 
     def __init__(self, message: str, code: grpc.StatusCode | None = None) -> None:
         super().__init__(message)
         if code is not None:
             self.code = code
+
+    @property
+    def retryable(self) -> bool:
+        """The infrastructure failed, not the request (no server reachable, draining, queue
+        full): a call that holds no session state may be sent again. The client resends on
+        its own only calls the server says it never started (`may_retry`)."""
+        return self.code in RETRYABLE_CODES
 
 
 class InvalidArgument(ToolServerError):
@@ -69,6 +84,16 @@ ERRORS = {cls.code: cls for cls in (InvalidArgument, NotFound, PermissionDenied,
 def error_from(exc: grpc.RpcError) -> ToolServerError:
     code = exc.code()
     return ERRORS.get(code, ToolServerError)(f"{code.name}: {exc.details()}", code)
+
+
+@contextlib.contextmanager
+def translated_errors() -> Iterator[None]:
+    """Raises a gRPC failure of the block as its ToolServerError: every verb of both
+    clients goes through here."""
+    try:
+        yield
+    except grpc.RpcError as exc:
+        raise error_from(exc) from None
 
 
 def python_request(code: str, *, stdin: str = "", timeout_ms: int = 0, memory_mb: int = 0,
@@ -117,7 +142,7 @@ def channel_options(options: Sequence[tuple[str, object]]) -> list[tuple[str, ob
 def may_retry(exc: grpc.RpcError, request: pb.ExecuteRequest) -> bool:
     """Only a call the server refused before running it, and that holds no session
     state, is retried: on another replica it may succeed (draining, queue full)."""
-    if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
+    if exc.code() not in RETRYABLE_CODES:
         return False
     if request.WhichOneof("call") == "python" and request.python.session_id:
         return False
@@ -156,6 +181,10 @@ class Connection:
             self.replicas[session.replica] = (channel, pb_grpc.ToolServerStub(channel))
         self.pinned[session.session_id] = self.replicas[session.replica][1]
 
+    def unpin(self, session_id: str) -> pb_grpc.ToolServerStub:
+        """The stub of the replica that held the session, which is forgotten."""
+        return self.pinned.pop(session_id, self.stub)
+
     def stub_for(self, request: pb.ExecuteRequest) -> pb_grpc.ToolServerStub:
         if request.WhichOneof("call") == "python" and request.python.session_id:
             return self.pinned.get(request.python.session_id, self.stub)
@@ -165,11 +194,13 @@ class Connection:
         return [self.channel] + [channel for channel, _ in self.replicas.values()]
 
 
-class ToolClient:
-    """Blocking client. `target` is any gRPC target: host:port, dns:///name:port,
+class ToolClientBase:
+    """What both clients share. `target` is any gRPC target: host:port, dns:///name:port,
     ipv4:a:p,b:p, ...; calls are balanced round-robin across the addresses it resolves
     to, a call refused before it ran is retried (up to `retries` times), and a session's
     calls go to the replica that holds it."""
+
+    aio: ClassVar[bool] = False
 
     def __init__(self, target: str = "127.0.0.1:50051", *, timeout_s: float = 60.0,
                  options: Sequence[tuple[str, object]] = (), token: str | None = None,
@@ -178,19 +209,33 @@ class ToolClient:
         self.timeout_s = timeout_s
         self.retries = retries
         self.metadata = auth_metadata(token)
-        self.connection = Connection(target, options, channel_credentials(tls_ca, tls_cert, tls_key), aio=False)
+        self.connection = Connection(target, options, channel_credentials(tls_ca, tls_cert, tls_key), aio=self.aio)
         self.channel = self.connection.channel
         self.stub = self.connection.stub
+
+    def _call_options(self, timeout_s: float | None = None) -> dict[str, Any]:
+        return {"timeout": timeout_s or self.timeout_s, "metadata": self.metadata}
+
+    def _open_session_options(self) -> dict[str, Any]:
+        return self._call_options(max(self.timeout_s, OPEN_SESSION_TIMEOUT_S))
+
+    def _retries_left(self, exc: grpc.RpcError, request: pb.ExecuteRequest, attempt: int) -> bool:
+        return attempt < self.retries and may_retry(exc, request)
+
+
+class ToolClient(ToolClientBase):
+    """Blocking client."""
 
     def execute(self, request: pb.ExecuteRequest, *, timeout_s: float | None = None) -> pb.ExecuteResponse:
         stub = self.connection.stub_for(request)
         attempt = 0
         while True:
-            try:
-                return stub.Execute(request, timeout=timeout_s or self.timeout_s, metadata=self.metadata)
-            except grpc.RpcError as exc:
-                if attempt >= self.retries or not may_retry(exc, request):
-                    raise error_from(exc) from None
+            with translated_errors():
+                try:
+                    return stub.Execute(request, **self._call_options(timeout_s))
+                except grpc.RpcError as exc:
+                    if not self._retries_left(exc, request, attempt):
+                        raise
             attempt += 1
             time.sleep(backoff_s(attempt))
 
@@ -198,47 +243,43 @@ class ToolClient:
         timeout_s = kwargs.pop("timeout_s", None)
         return self.execute(python_request(code, **kwargs), timeout_s=timeout_s)
 
-    def run_many(self, requests: Sequence[pb.ExecuteRequest], *, timeout_s: float | None = None) -> list[pb.ExecuteResponse]:
-        """Sends requests over one ExecuteStream (not for session calls, which execute() pins)."""
-        _unique_ids(requests)
+    def stream(self, requests: Iterable[pb.ExecuteRequest], *, timeout_s: float | None = None
+               ) -> Iterator[pb.ExecuteResponse]:
+        """Each request's answer as the server finishes it (not in request order; match them
+        by request_id), all over one ExecuteStream. Not for session calls, which execute() pins."""
+        call = self.stub.ExecuteStream(iter(requests), **self._call_options(timeout_s))
         try:
-            responses = list(self.stub.ExecuteStream(iter(requests), timeout=timeout_s or self.timeout_s,
-                                                     metadata=self.metadata))
-        except grpc.RpcError as exc:
-            raise error_from(exc) from None
-        return _ordered(requests, responses)
+            with translated_errors():
+                yield from call
+        finally:
+            call.cancel()
+
+    def run_many(self, requests: Sequence[pb.ExecuteRequest], *, timeout_s: float | None = None) -> list[pb.ExecuteResponse]:
+        """Every request's answer, in request order, over one ExecuteStream."""
+        _unique_ids(requests)
+        return _ordered(requests, list(self.stream(requests, timeout_s=timeout_s)))
 
     def list_tools(self) -> list[pb.ToolSpec]:
-        try:
-            return list(self.stub.ListTools(pb.ListToolsRequest(), timeout=self.timeout_s, metadata=self.metadata).tools)
-        except grpc.RpcError as exc:
-            raise error_from(exc) from None
+        with translated_errors():
+            return list(self.stub.ListTools(pb.ListToolsRequest(), **self._call_options()).tools)
 
     def server_info(self) -> pb.ServerInfo:
-        try:
-            return self.stub.GetServerInfo(pb.ServerInfoRequest(), timeout=self.timeout_s, metadata=self.metadata)
-        except grpc.RpcError as exc:
-            raise error_from(exc) from None
+        with translated_errors():
+            return self.stub.GetServerInfo(pb.ServerInfoRequest(), **self._call_options())
 
     def open_session(self, *, memory_mb: int = 0) -> pb.Session:
         """A new session; memory_mb: what its code may add to the warm kernel (0: the
         server's default)."""
-        try:
+        with translated_errors():
             session = self.stub.OpenSession(pb.OpenSessionRequest(limits=pb.Limits(memory_mb=memory_mb)),
-                                            timeout=max(self.timeout_s, 120.0),
-                                            metadata=self.metadata)
-        except grpc.RpcError as exc:
-            raise error_from(exc) from None
+                                            **self._open_session_options())
         self.connection.pin(session)
         return session
 
     def close_session(self, session_id: str) -> None:
-        stub = self.connection.pinned.pop(session_id, self.stub)
-        try:
-            stub.CloseSession(pb.CloseSessionRequest(session_id=session_id), timeout=self.timeout_s,
-                              metadata=self.metadata)
-        except grpc.RpcError as exc:
-            raise error_from(exc) from None
+        stub = self.connection.unpin(session_id)
+        with translated_errors():
+            stub.CloseSession(pb.CloseSessionRequest(session_id=session_id), **self._call_options())
 
     def close(self) -> None:
         for channel in self.connection.channels():
@@ -251,29 +292,21 @@ class ToolClient:
         self.close()
 
 
-class AsyncToolClient:
+class AsyncToolClient(ToolClientBase):
     """asyncio client with the same verbs and balancing as ToolClient."""
 
-    def __init__(self, target: str = "127.0.0.1:50051", *, timeout_s: float = 60.0,
-                 options: Sequence[tuple[str, object]] = (), token: str | None = None,
-                 tls_ca: str | None = None, tls_cert: str | None = None, tls_key: str | None = None,
-                 retries: int = 2) -> None:
-        self.timeout_s = timeout_s
-        self.retries = retries
-        self.metadata = auth_metadata(token)
-        self.connection = Connection(target, options, channel_credentials(tls_ca, tls_cert, tls_key), aio=True)
-        self.channel = self.connection.channel
-        self.stub = self.connection.stub
+    aio = True
 
     async def execute(self, request: pb.ExecuteRequest, *, timeout_s: float | None = None) -> pb.ExecuteResponse:
         stub = self.connection.stub_for(request)
         attempt = 0
         while True:
-            try:
-                return await stub.Execute(request, timeout=timeout_s or self.timeout_s, metadata=self.metadata)
-            except grpc.RpcError as exc:
-                if attempt >= self.retries or not may_retry(exc, request):
-                    raise error_from(exc) from None
+            with translated_errors():
+                try:
+                    return await stub.Execute(request, **self._call_options(timeout_s))
+                except grpc.RpcError as exc:
+                    if not self._retries_left(exc, request, attempt):
+                        raise
             attempt += 1
             await asyncio.sleep(backoff_s(attempt))
 
@@ -281,39 +314,45 @@ class AsyncToolClient:
         timeout_s = kwargs.pop("timeout_s", None)
         return await self.execute(python_request(code, **kwargs), timeout_s=timeout_s)
 
-    async def run_many(self, requests: Sequence[pb.ExecuteRequest], *, timeout_s: float | None = None) -> list[pb.ExecuteResponse]:
-        _unique_ids(requests)
+    async def stream(self, requests: Iterable[pb.ExecuteRequest] | AsyncIterable[pb.ExecuteRequest], *,
+                     timeout_s: float | None = None) -> AsyncIterator[pb.ExecuteResponse]:
+        """Each request's answer as the server finishes it (not in request order; match them
+        by request_id), all over one ExecuteStream; requests may be an async iterator that
+        waits for answers before it sends more. Not for session calls, which execute() pins."""
+        source = requests if isinstance(requests, AsyncIterable) else iter(requests)
+        call = self.stub.ExecuteStream(source, **self._call_options(timeout_s))
         try:
-            call = self.stub.ExecuteStream(iter(requests), timeout=timeout_s or self.timeout_s, metadata=self.metadata)
-            responses = [response async for response in call]
-        except grpc.RpcError as exc:
-            raise error_from(exc) from None
-        return _ordered(requests, responses)
+            with translated_errors():
+                async for response in call:
+                    yield response
+        finally:
+            call.cancel()
+
+    async def run_many(self, requests: Sequence[pb.ExecuteRequest], *, timeout_s: float | None = None
+                       ) -> list[pb.ExecuteResponse]:
+        """Every request's answer, in request order, over one ExecuteStream."""
+        _unique_ids(requests)
+        return _ordered(requests, [response async for response in self.stream(requests, timeout_s=timeout_s)])
 
     async def list_tools(self) -> list[pb.ToolSpec]:
-        try:
-            return list((await self.stub.ListTools(pb.ListToolsRequest(), timeout=self.timeout_s,
-                                                   metadata=self.metadata)).tools)
-        except grpc.RpcError as exc:
-            raise error_from(exc) from None
+        with translated_errors():
+            return list((await self.stub.ListTools(pb.ListToolsRequest(), **self._call_options())).tools)
+
+    async def server_info(self) -> pb.ServerInfo:
+        with translated_errors():
+            return await self.stub.GetServerInfo(pb.ServerInfoRequest(), **self._call_options())
 
     async def open_session(self, *, memory_mb: int = 0) -> pb.Session:
-        try:
+        with translated_errors():
             session = await self.stub.OpenSession(pb.OpenSessionRequest(limits=pb.Limits(memory_mb=memory_mb)),
-                                                  timeout=max(self.timeout_s, 120.0),
-                                                  metadata=self.metadata)
-        except grpc.RpcError as exc:
-            raise error_from(exc) from None
+                                                  **self._open_session_options())
         self.connection.pin(session)
         return session
 
     async def close_session(self, session_id: str) -> None:
-        stub = self.connection.pinned.pop(session_id, self.stub)
-        try:
-            await stub.CloseSession(pb.CloseSessionRequest(session_id=session_id), timeout=self.timeout_s,
-                                    metadata=self.metadata)
-        except grpc.RpcError as exc:
-            raise error_from(exc) from None
+        stub = self.connection.unpin(session_id)
+        with translated_errors():
+            await stub.CloseSession(pb.CloseSessionRequest(session_id=session_id), **self._call_options())
 
     async def close(self) -> None:
         for channel in self.connection.channels():

@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolserver.errors import ConfigError
 from toolserver.lean.settings import LeanSettings
 from toolserver.search.settings import SearchSettings
 
-
-class ConfigError(ValueError):
-    """The settings are invalid; the message names the field."""
+__all__ = ["ConfigError", "Settings", "load_settings", "read_toml"]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""Errors of a request (not of the caller's code) and their gRPC status codes.
+"""Errors of the settings and of a request (not of the caller's code), and their gRPC status codes.
 
-Executors raise these; `toolserver.service` maps them to a status in exactly one place
-(`status_of`). A failure of the caller's code is never one of these: it is an Outcome.
+Tools raise these; each front maps them to its own status in one place (the gRPC front
+through `status_of`). A failure of the caller's code is never one of these: it is an
+Outcome.
 """
 
 from __future__ import annotations
@@ -9,6 +10,10 @@ from __future__ import annotations
 import grpc
 
 from toolserver.text import valid_text
+
+
+class ConfigError(ValueError):
+    """The settings are invalid; the message names the field."""
 
 
 class RequestError(Exception):

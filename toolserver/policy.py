@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from toolserver.config import ConfigError, read_toml
-from toolserver.errors import PermissionDenied, Unauthenticated
-
-TOOLS = ("python", "search", "lean")
+from toolserver.config import read_toml
+from toolserver.contract import TOOL_NAMES as TOOLS
+from toolserver.errors import ConfigError, PermissionDenied, Unauthenticated
+from toolserver.lean.header import HeaderError, parse_header
 HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 POLICY_KEYS = {"token_sha256", "tools", "indexes", "lean_headers", "max_timeout_ms", "max_lean_timeout_ms", "max_memory_mb",
                "max_output_bytes", "max_inflight", "max_sessions", "import_profile"}
@@ -46,7 +46,7 @@ class CallerPolicy:
     name: str
     tools: frozenset[str]
     indexes: frozenset[str] | None = None        # None: every index the server serves
-    lean_headers: frozenset[str] | None = None   # None: every header
+    lean_headers: frozenset[str] | None = None   # header keys (toolserver.lean.header); None: every header
     max_timeout_ms: int = 0                      # 0: the server's cap
     max_lean_timeout_ms: int = 0                 # Lean calls; 0: the server's lean.max_timeout_ms
     max_memory_mb: int = 0
@@ -61,11 +61,12 @@ class CallerPolicy:
 
     def require_index(self, index: str) -> None:
         if self.indexes is not None and index not in self.indexes:
-            raise PermissionDenied(f"caller {self.name!r} may not search index {index!r}")
+            raise PermissionDenied(f"search index {index!r} is not allowed for caller {self.name!r}")
 
-    def require_header(self, header: str) -> None:
-        if self.lean_headers is not None and header not in self.lean_headers:
-            raise PermissionDenied(f"caller {self.name!r} may not use the Lean header {header!r}")
+    def require_header(self, key: str) -> None:
+        """key: a parsed header's key, the form lean_headers holds."""
+        if self.lean_headers is not None and key not in self.lean_headers:
+            raise PermissionDenied(f"lean header {key or '(no imports)'!r} is not allowed for caller {self.name!r}")
 
     def caps(self) -> dict[str, int]:
         """The policy's maxima by limit name (0: the server's cap applies)."""
@@ -179,7 +180,7 @@ def _policy(name: str, table: Any) -> tuple[CallerPolicy, str]:
     if not isinstance(profile, str):
         raise ConfigError(f"{where}.import_profile must be a string")
     policy = CallerPolicy(name=name, tools=frozenset(tools), indexes=_names(table, "indexes", where),
-                          lean_headers=_names(table, "lean_headers", where), import_profile=profile, **numbers)
+                          lean_headers=_header_keys(table, where), import_profile=profile, **numbers)
     return policy, digest
 
 
@@ -190,6 +191,17 @@ def _names(table: dict[str, Any], key: str, where: str) -> frozenset[str] | None
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(f"{where}.{key} must be a list of strings")
     return frozenset(value)
+
+
+def _header_keys(table: dict[str, Any], where: str) -> frozenset[str] | None:
+    """The Lean headers a caller may use, as the keys calls are compared by."""
+    headers = _names(table, "lean_headers", where)
+    if headers is None:
+        return None
+    try:
+        return frozenset(parse_header(header).key for header in headers)
+    except HeaderError as exc:
+        raise ConfigError(f"{where}.lean_headers: {exc}") from exc
 
 
 def validate_against_settings(policies: Policies, caps: dict[str, int], lean_max_timeout_ms: int,

@@ -1,9 +1,11 @@
-"""Builds and runs the gRPC server: pools, self-test, services, signals, drain.
+"""Builds and runs the server: the house (self-test, tools, dispatcher), then the gRPC front.
 
-`serve(settings)` owns the lifetime of everything it starts. Start-up order: slots and
-the jail probe first (fail closed: a failed probe leaves health NOT_SERVING and Execute
-answering UNAVAILABLE), then the worker pool, then the port. SIGTERM/SIGINT drain:
-health turns NOT_SERVING, new calls get UNAVAILABLE, in-flight calls finish.
+`serve(settings)` owns the lifetime of everything it starts through one exit stack:
+tools register their teardown as they are built, and it runs in reverse once the front
+has drained. Start-up order: slots and the jail probe first (fail closed: a failed probe
+leaves health NOT_SERVING and Execute answering UNAVAILABLE), then the tools, then the
+port. SIGTERM/SIGINT drain: health turns NOT_SERVING, new calls get UNAVAILABLE,
+in-flight calls finish.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import dataclasses
 import logging
 import signal
 import socket
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import grpc
@@ -20,61 +23,24 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from sandbox.cgroups import CgroupUnavailable, MemoryCgroups
-from sandbox.jail import JailPolicy, firejail_path
-from sandbox.selftest import GUARD_PROBE, Check, failed, judge_guard, probe_request, run_self_test
+from sandbox.jail import Slot, firejail_path
+from sandbox.selftest import Check, failed, run_self_test
 from sandbox.slots import discover_slots
-from sandbox.worker import GuardPolicy, WorkerLost, ZygoteSpec
-from toolserver.config import ConfigError, Settings
+from sandbox.worker import ZygoteSpec
+from toolserver.config import Settings
+from toolserver.contract import SERVICE_NAME
+from toolserver.dispatch import Dispatcher
+from toolserver.errors import ConfigError
+from toolserver.fronts.grpc_service import ToolServerService
+from toolserver.fronts.grpc_transport import AuthInterceptor, add_to_server, server_credentials
+from toolserver.jails import jail_specs
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import Policies, load_policies, validate_against_settings
-from toolserver.pool import WorkerPool
-from toolserver.python_tool import PythonExecutor
-from toolserver.lean.executor import LeanExecutor
-from toolserver.search.executor import SearchExecutor, ensure_default_index
-from toolserver.service import AuthInterceptor, ServerState, ToolServerService, add_to_server
-from toolserver.sessions import SessionManager
-from toolserver.v1 import toolserver_pb2 as pb
+from toolserver.registry import BuildContext, SlotSupply
+from toolserver.state import ServerState
+from toolserver.tools import build_tools
 
 log = logging.getLogger("toolserver")
-
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["ToolServer"].full_name
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
-
-def project_paths() -> list[str]:
-    """What jails must not see of the project: the whole source tree when it runs from
-    a checkout, else (installed in site-packages, beside the modules calls import) only
-    its own packages. Workers get their code over their control pipe."""
-    if (PROJECT_ROOT / "pyproject.toml").exists():
-        return [str(PROJECT_ROOT)]
-    return [str(PROJECT_ROOT / package) for package in ("toolserver", "sandbox", "trainer")
-            if (PROJECT_ROOT / package).exists()]
-
-
-def zygote_spec(settings: Settings) -> ZygoteSpec:
-    hidden = list(settings.sandbox.hidden_paths)
-    if not Path(settings.python.interpreter).resolve().is_relative_to(PROJECT_ROOT):
-        hidden += project_paths()
-    jail = JailPolicy(
-        firejail=settings.sandbox.firejail,
-        max_processes=settings.sandbox.jail_max_processes,
-        max_file_mb=settings.limits.max_file_mb,
-        max_open_files=settings.limits.max_open_files * 2,
-        memory_mb=settings.sandbox.jail_memory_mb,
-        # One megabyte more than a call may fill, so that the zygote sees a call reach
-        # its cap (and kills it) where the tmpfs would only refuse the next write.
-        home_mb=settings.limits.max_scratch_mb + 1,
-        home_files=settings.limits.max_scratch_files,
-        hidden_paths=tuple(hidden),
-    )
-    return ZygoteSpec(interpreter=settings.python.interpreter, preload=settings.python.preload, jail=jail,
-                      huge_pages=settings.python.huge_pages,
-                      guard=GuardPolicy({name: settings.python.allow_list(name)
-                                         for name in settings.python.import_profiles},
-                                        settings.python.denied_imports)
-                      if settings.python.import_guard else None,
-                      insecure_no_sandbox=settings.sandbox.insecure_no_sandbox,
-                      start_timeout_s=settings.python.start_timeout_s)
 
 
 def open_memory_cgroups(settings: Settings) -> tuple[MemoryCgroups | None, Check]:
@@ -93,7 +59,7 @@ def open_memory_cgroups(settings: Settings) -> tuple[MemoryCgroups | None, Check
     return cgroups, Check("memory_cgroup", True, f"one per slot under {cgroups.parent}")
 
 
-async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerState, probe_slot,
+async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerState, probe_slot: Slot,
                          cgroups: MemoryCgroups | None) -> None:
     """Runs the jail probe and records whether the server may serve."""
     if not spec.insecure_no_sandbox and firejail_path(spec.jail) is None:
@@ -144,32 +110,6 @@ def load_caller_policies(settings: Settings) -> Policies:
     return policies
 
 
-def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
-    """TLS credentials from the configured PEM files, or None for plaintext."""
-    if not settings.server.tls_cert:
-        return None
-    try:
-        key = Path(settings.server.tls_key).read_bytes()
-        cert = Path(settings.server.tls_cert).read_bytes()
-        client_ca = Path(settings.server.tls_client_ca).read_bytes() if settings.server.tls_client_ca else None
-    except OSError as exc:
-        raise ConfigError(f"cannot read TLS file {exc.filename}: {exc.strerror}") from exc
-    return grpc.ssl_server_credentials([(key, cert)], root_certificates=client_ca,
-                                       require_client_auth=client_ca is not None)
-
-
-async def verify_guard(pool: WorkerPool, state: ServerState, profile: str) -> None:
-    """Proves on a real worker that the configured guard refuses a denied import; a guard
-    that is configured but does not work stops the server from serving."""
-    reply = await pool.run(probe_request("guard", GUARD_PROBE, profile))
-    check = judge_guard(reply)
-    state.checks.append(check)
-    if not check.ok:
-        state.serving = False
-        state.reason = f"sandbox self-test failed: {check.name} ({check.detail})"
-        log.error("refusing to run code: %s", state.reason)
-
-
 def advertised_address(settings: Settings, port: int) -> str:
     """Where other machines reach this replica: the configured address, else host:port,
     else (listening on every interface) this machine's address."""
@@ -184,18 +124,29 @@ def advertised_address(settings: Settings, port: int) -> str:
     return f"{host}:{port}"
 
 
-async def start_search(settings: Settings) -> SearchExecutor | None:
-    """The search executor over the served indexes, building the default index first when
-    it is missing; None (the tool unavailable, with the reason logged) when none loads."""
-    try:
-        if settings.search.build_default:
-            await asyncio.to_thread(ensure_default_index, settings.search)
-        search = await asyncio.to_thread(SearchExecutor.from_settings, settings.search)
-    except (OSError, ConfigError) as exc:
-        log.error("search tool unavailable: %s", exc)
-        return None
-    log.info("search: %s", search.status())
-    return search
+async def build_house(settings: Settings, stack: AsyncExitStack) -> Dispatcher:
+    """The self-test's verdict and every tool, started; their teardown goes on stack."""
+    state = ServerState()
+    jails = jail_specs(settings)
+    found = discover_slots(settings.sandbox.user_prefix, settings.sandbox.slots, Path(settings.sandbox.scratch_root),
+                           settings.sandbox.first_slot)
+    slots = SlotSupply(found)
+    probe = slots.take(1)  # the self-test's; the tools take theirs after it
+    needed = settings.python.workers + 1
+    cgroups = None
+    if len(found) < needed:
+        state.refuse(f"{len(found)} sandbox slot users found, {needed} needed: run "
+                     "`toolserver setup-sandbox` as root (scripts/setup.sh does)")
+    else:
+        cgroups, cgroup_check = open_memory_cgroups(settings)
+        state.checks.append(cgroup_check)
+        await verify_sandbox(settings, jails.worker, state, probe[0], cgroups)
+    metrics = ServerMetrics()
+    registry = await build_tools(BuildContext(settings, state, jails, slots, cgroups, metrics), stack)
+    if settings.metrics.enabled:
+        metrics_port = metrics.serve(settings.metrics.host, settings.metrics.port)
+        log.info("metrics on http://%s:%d/metrics", settings.metrics.host, metrics_port)
+    return Dispatcher(state, registry, metrics)
 
 
 async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound_port: list[int] | None = None) -> None:
@@ -203,58 +154,23 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
     credentials = server_credentials(settings)
     if not policies.open and credentials is None and settings.server.host not in LOOPBACK_HOSTS:
         log.warning("caller tokens travel in plaintext on %s: configure server.tls_cert", settings.server.host)
-    state = ServerState()
-    spec = zygote_spec(settings)
-    slots = discover_slots(settings.sandbox.user_prefix, settings.sandbox.slots, Path(settings.sandbox.scratch_root),
-                           settings.sandbox.first_slot)
-    needed = settings.python.workers + 1
-    health_servicer = health.aio.HealthServicer()
-    pool: WorkerPool | None = None
-    sessions: SessionManager | None = None
-    if len(slots) < needed:
-        state.reason = (f"{len(slots)} sandbox slot users found, {needed} needed: run "
-                        "`toolserver setup-sandbox` as root (scripts/setup.sh does)")
-        log.error("refusing to run code: %s", state.reason)
-    else:
-        cgroups, cgroup_check = open_memory_cgroups(settings)
-        state.checks.append(cgroup_check)
-        await verify_sandbox(settings, spec, state, slots[0], cgroups)
-        if state.serving:
-            pool = WorkerPool(spec, slots[1:needed], max_queue=settings.python.max_queue,
-                              grace_s=settings.python.worker_grace_s, recycle_after=settings.python.recycle_after,
-                              cgroups=cgroups)
-            try:
-                await pool.start()
-                if spec.guard is not None:
-                    await verify_guard(pool, state, settings.python.import_profile)
-            except WorkerLost as exc:
-                state.serving = False
-                state.reason = f"no python worker could start: {exc}"
-                log.error("refusing to run code: %s", state.reason)
-            session_slots = slots[needed:needed + settings.sessions.max_sessions]
-            if session_slots:
-                sessions = SessionManager(spec, session_slots, max_sessions=settings.sessions.max_sessions,
-                                          idle_timeout_s=settings.sessions.idle_timeout_s,
-                                          start_timeout_s=settings.sessions.start_timeout_s,
-                                          max_message_text=settings.limits.max_output_bytes, cgroups=cgroups)
-                sessions.start()
-    search = await start_search(settings)
-    lean = LeanExecutor(settings.lean, spec, slots[needed + settings.sessions.max_sessions:])
-    await lean.start()
-    metrics = ServerMetrics()
-    metrics.watch_pool(pool, sessions)
-    service = ToolServerService(state, PythonExecutor(settings, pool, sessions), policies,
-                                settings.server.max_stream_inflight, search=search, lean=lean,
-                                metrics=metrics)
-    if settings.metrics.enabled:
-        metrics_port = metrics.serve(settings.metrics.host, settings.metrics.port)
-        log.info("metrics on http://%s:%d/metrics", settings.metrics.host, metrics_port)
+    async with AsyncExitStack() as stack:
+        dispatcher = await build_house(settings, stack)
+        await serve_grpc(settings, dispatcher, policies, credentials, ready=ready, bound_port=bound_port)
+    log.info("stopped")
 
+
+async def serve_grpc(settings: Settings, dispatcher: Dispatcher, policies: Policies,
+                     credentials: grpc.ServerCredentials | None, *, ready: asyncio.Event | None,
+                     bound_port: list[int] | None) -> None:
+    """Serves the gRPC front until SIGTERM or SIGINT, then drains it."""
+    state = dispatcher.state
     options = [("grpc.max_receive_message_length", settings.server.max_message_bytes),
                ("grpc.max_send_message_length", settings.server.max_message_bytes),
                ("grpc.so_reuseport", 0)]
     server = grpc.aio.server(options=options, interceptors=[AuthInterceptor(policies)])
-    add_to_server(service, server)
+    add_to_server(ToolServerService(dispatcher, policies, settings.server.max_stream_inflight), server)
+    health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME), server)
@@ -265,7 +181,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
         port = server.add_secure_port(address, credentials)
     if port == 0:
         raise OSError(f"cannot bind {address}")
-    service.replica = advertised_address(settings, port)
+    dispatcher.replica = advertised_address(settings, port)
     status = health_pb2.HealthCheckResponse.SERVING if state.serving else health_pb2.HealthCheckResponse.NOT_SERVING
     for name in ("", SERVICE_NAME):
         await health_servicer.set(name, status)
@@ -290,15 +206,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
         for name in ("", SERVICE_NAME):
             await health_servicer.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         try:
-            await asyncio.wait_for(service.idle.wait(), settings.server.drain_timeout_s)
+            await asyncio.wait_for(dispatcher.idle.wait(), settings.server.drain_timeout_s)
         except asyncio.TimeoutError:
             log.warning("drain timed out with %d calls in flight", state.inflight)
         await server.stop(grace=1.0)
-        if sessions is not None:
-            await sessions.shutdown()
-        if pool is not None:
-            await pool.close()
-        if search is not None:
-            search.close()
-        await lean.close()
-        log.info("stopped")

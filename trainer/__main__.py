@@ -10,7 +10,7 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
-from toolserver.config import ConfigError
+from trainer.config import ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:

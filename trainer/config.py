@@ -1,23 +1,39 @@
 """Every hyperparameter of a training run, in one frozen dataclass with help text.
 
 Defaults name the paper they come from. The dataclass only holds and checks values
-(`validate`); it does not parse a command line or a file: field types are the ones the
-project's TOML loader supports (int, float, bool, str, tuple[str, ...]).
+(`validate`); `load_config` reads them from a TOML file (field types are TOML's: int,
+float, bool, str) and command-line overrides. It reads TOML itself: of the toolserver
+package the trainer imports only the client and the generated API.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolserver.config import ConfigError, read_toml
 from trainer.formats import FORMATS
 from trainer.rewards import REWARDS
 
 
 BACKENDS = ("torch", "hf", "vllm")
+
+
+class ConfigError(ValueError):
+    """The trainer config is invalid; the message names the field or the file."""
+
+
+def read_toml(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
+    """The TOML file at path; raises ConfigError naming what it is."""
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{what} {path} is not valid TOML: {exc}") from exc
 
 
 def _f(default: object, text: str) -> object:

@@ -7,21 +7,16 @@ before/after figures use it.
 
 from __future__ import annotations
 
-import os
 import statistics
 from math import comb
 from typing import Sequence
 
-import torch
-
-from toolserver.client import AsyncToolClient
 from trainer.config import TrainerConfig
-from trainer.formats import get_format
 from trainer.policy import TrainablePolicy
-from trainer.rewards import AnswerChecker, RewardContext, RewardFn, Task, get_reward
+from trainer.rewards import RewardContext, RewardFn, Task, get_reward
 from trainer.rollout import Rollout, RolloutLimits, RolloutLoop
 from trainer.tokenizer import Tokenizer
-from trainer.tool_runner import ToolRunner
+from trainer.wiring import connect, run_policy
 
 
 def pass_at_k(n: int, correct: int, k: int) -> float:
@@ -71,21 +66,9 @@ async def evaluate_config(cfg: TrainerConfig, tasks: Sequence[Task], *, samples:
                           ) -> dict[str, float]:
     """`evaluate` with the backend, server, limits and reward a `TrainerConfig` names
     (or the policy given), opening its own connection and answer checker."""
-    from trainer.backends import build_policy
-
-    torch.set_num_threads(cfg.torch_threads)
-    if policy is None or tokenizer is None:
-        policy, tokenizer = build_policy(cfg)
-    fmt = get_format(cfg.format, cfg.instructions)
-    checker = AnswerChecker(cfg.reward_timeout_s)
-    try:
-        async with AsyncToolClient(cfg.server, timeout_s=cfg.rpc_timeout_s,
-                                   token=os.environ.get("TOOLSERVER_TOKEN")) as client:
-            runner = ToolRunner(client, timeout_ms=cfg.tool_timeout_ms, memory_mb=cfg.tool_memory_mb,
-                                rpc_timeout_s=cfg.rpc_timeout_s)
-            limits = RolloutLimits(cfg.max_tool_calls, cfg.max_completion_tokens, cfg.max_observation_tokens)
-            loop = RolloutLoop(policy, runner, fmt, tokenizer, limits)
-            ctx = RewardContext(fmt, checker, runner, cfg.partial_credit)
-            return await evaluate(loop, tokenizer, tasks, get_reward(cfg.reward), ctx, samples=samples, ks=ks)
-    finally:
-        checker.close()
+    policy, tokenizer = run_policy(cfg, policy, tokenizer)
+    async with connect(cfg) as wiring:
+        limits = RolloutLimits(cfg.max_tool_calls, cfg.max_completion_tokens, cfg.max_observation_tokens)
+        loop = RolloutLoop(policy, wiring.runner, wiring.fmt, tokenizer, limits)
+        return await evaluate(loop, tokenizer, tasks, get_reward(cfg.reward), wiring.reward_ctx,
+                              samples=samples, ks=ks)

@@ -1,11 +1,11 @@
 """Runs the tool calls of many rollouts through the server, batched, and keeps each call's Outcome.
 
-All calls handed to one `as_completed` (or `run`) go out on one ExecuteStream of the
-client's channel, and each result is yielded as soon as the server answers it.
-Infrastructure failures (the stream failing with UNAVAILABLE or RESOURCE_EXHAUSTED, a
-call answered CRASHED) are retried once, then reported as `infra_error` on the call: they
-are never the model's fault. A failure of the code itself (ERROR, TIMEOUT, ...) is the
-response's outcome and is not retried. Nothing here runs code locally.
+All calls handed to one `as_completed` (or `run`) go out on one `client.stream`, and
+each result is yielded as soon as the server answers it. Infrastructure failures (the
+stream failing with an error the client calls `retryable`, a call answered CRASHED) are
+retried once, then reported as `infra_error` on the call: they are never the model's
+fault. A failure of the code itself (ERROR, TIMEOUT, ...) is the response's outcome and
+is not retried. Nothing here runs code locally.
 """
 
 from __future__ import annotations
@@ -14,12 +14,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Sequence
 
-import grpc
-
-from toolserver.client import AsyncToolClient, error_from, python_request
+from toolserver.client import AsyncToolClient, ToolServerError, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 
-RETRYABLE_STATUS = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
 RETRYABLE_OUTCOMES = frozenset({pb.CRASHED})
 
 
@@ -91,9 +88,7 @@ class ToolRunner:
             retry: list[int] = []
             failure = ""
             try:
-                stream = self.client.stub.ExecuteStream(iter(requests.values()), timeout=self.rpc_timeout_s,
-                                                        metadata=self.client.metadata)
-                async for response in stream:
+                async for response in self.client.stream(requests.values(), timeout_s=self.rpc_timeout_s):
                     i = unanswered.pop(response.request_id, None)
                     if i is None:
                         continue
@@ -103,10 +98,9 @@ class ToolRunner:
                     infra = (f"{pb.Outcome.Name(response.outcome)}: {response.error}"
                              if response.outcome in RETRYABLE_OUTCOMES else "")
                     yield i, self._count(CallResult(response, infra, attempt))
-            except grpc.RpcError as exc:
-                error = error_from(exc)
+            except ToolServerError as error:
                 failure = str(error)
-                if error.code not in RETRYABLE_STATUS:
+                if not error.retryable:
                     last = True
             if unanswered and not failure:
                 failure = f"the stream ended without answers for {len(unanswered)} calls"

@@ -10,25 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import random
 from pathlib import Path
 from typing import Sequence
 
-import torch
 from tqdm import tqdm
 
-from toolserver.client import AsyncToolClient
-from trainer.backends import build_policy, checkpoint_notes
+from trainer.backends import checkpoint_notes
 from trainer.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trainer.config import TrainerConfig
-from trainer.formats import get_format
 from trainer.learner import Learner
 from trainer.policy import TrainablePolicy
-from trainer.rewards import AnswerChecker, RewardContext, Task, task_from_row
+from trainer.rewards import Task, task_from_row
 from trainer.run_log import RunLog, plot_curves
 from trainer.tokenizer import Tokenizer
-from trainer.tool_runner import ToolRunner
+from trainer.wiring import connect, run_policy
 
 
 def load_tasks(path: str | Path) -> list[Task]:
@@ -48,22 +44,14 @@ async def train(cfg: TrainerConfig, tasks: Sequence[Task], *, policy: TrainableP
                 tokenizer: Tokenizer | None = None, progress: bool = True) -> list[dict[str, float]]:
     """Runs steps until `cfg.steps`; returns the metrics of the steps it ran."""
     cfg.validate()
-    torch.set_num_threads(cfg.torch_threads)
-    if policy is None or tokenizer is None:
-        policy, tokenizer = build_policy(cfg)
+    policy, tokenizer = run_policy(cfg, policy, tokenizer)
     model = policy.model
-    fmt = get_format(cfg.format, cfg.instructions)
     out = Path(cfg.out_dir)
     log = RunLog(out)
-    checker = AnswerChecker(cfg.reward_timeout_s)
     ran: list[dict[str, float]] = []
     try:
-        async with AsyncToolClient(cfg.server, timeout_s=cfg.rpc_timeout_s,
-                                   token=os.environ.get("TOOLSERVER_TOKEN")) as client:
-            runner = ToolRunner(client, timeout_ms=cfg.tool_timeout_ms, memory_mb=cfg.tool_memory_mb,
-                                rpc_timeout_s=cfg.rpc_timeout_s)
-            ctx = RewardContext(fmt, checker, runner, cfg.partial_credit)
-            learner = Learner(cfg, policy, tokenizer, fmt, runner, ctx)
+        async with connect(cfg) as wiring:
+            learner = Learner(cfg, policy, tokenizer, wiring.fmt, wiring.runner, wiring.reward_ctx)
             start = 0
             latest = latest_checkpoint(out / "checkpoints")
             if latest is not None:
@@ -73,7 +61,7 @@ async def train(cfg: TrainerConfig, tasks: Sequence[Task], *, policy: TrainableP
             bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, disable=not progress)
             for step in bar:
                 metrics = await learner.step(step_tasks(tasks, step, cfg))
-                metrics["tool/infra_errors_total"] = float(runner.stats.infra_errors)
+                metrics["tool/infra_errors_total"] = float(wiring.runner.stats.infra_errors)
                 log.log(step + 1, metrics)
                 ran.append(metrics)
                 bar.set_postfix(reward=f"{metrics['reward_mean']:.2f}", calls=f"{metrics['tool_calls_per_rollout']:.1f}")
@@ -81,7 +69,6 @@ async def train(cfg: TrainerConfig, tasks: Sequence[Task], *, policy: TrainableP
                 if done == cfg.steps or (cfg.checkpoint_every and done % cfg.checkpoint_every == 0):
                     save_checkpoint(out / "checkpoints", done, model, learner.optimizer, notes)
     finally:
-        checker.close()
         log.close()
     plot_curves(log.path, out / "curves.png")
     return ran

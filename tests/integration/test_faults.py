@@ -62,7 +62,7 @@ def test_broken_sandbox_is_refused(tmp_path):
     fake = public / "firejail"
     fake.write_text(FAKE_FIREJAIL)
     fake.chmod(0o755)
-    server = RunningServer(tmp_path, first_slot=5, workers=1, config=f'[sandbox]\nfirejail = "{fake}"\n')
+    server = RunningServer(tmp_path, workers=1, config=f'[sandbox]\nfirejail = "{fake}"\n')
     try:
         with grpc.insecure_channel(server.target) as channel:
             health = health_pb2_grpc.HealthStub(channel)
@@ -82,7 +82,7 @@ def test_broken_sandbox_is_refused(tmp_path):
 
 
 def test_insecure_flag_serves_and_says_so(tmp_path):
-    server = RunningServer(tmp_path, first_slot=7, workers=1, args=("--insecure-no-sandbox",))
+    server = RunningServer(tmp_path, workers=1, args=("--insecure-no-sandbox",))
     try:
         with server.client() as client:
             assert client.run_python("1 + 1").python.value == "2"
@@ -94,7 +94,7 @@ def test_insecure_flag_serves_and_says_so(tmp_path):
 
 
 def test_sigterm_drains_in_flight_calls(tmp_path):
-    server = RunningServer(tmp_path, first_slot=10, workers=1)
+    server = RunningServer(tmp_path, workers=1)
     results: dict[str, object] = {}
     client = server.client()
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from sandbox.jail import JailPolicy
-from sandbox.slots import discover_slots
 from sandbox.worker import ZygoteSpec
+from tests.conftest import lent_slots
+from toolserver.jails import repl_spec
 from toolserver.lean.executor import LeanExecutor, ToolchainMissing, find_toolchain
 from toolserver.lean.settings import LeanSettings
 from toolserver.v1 import toolserver_pb2 as pb
@@ -39,19 +40,17 @@ async def lean():
     except ToolchainMissing as exc:
         pytest.skip(f"no Lean toolchain here ({exc}); these tests run where lake/repl are installed, "
                     f"e.g. the deploy/lean image")
-    slots = discover_slots("tsbox", 2, Path("/var/lib/toolserver/scratch"), first=26)
-    if len(slots) < 2:
-        pytest.skip("sandbox slot users missing: run toolserver setup-sandbox")
-    spec = ZygoteSpec(interpreter=sys.executable, jail=JailPolicy(hidden_paths=(str(ROOT),)))
-    executor = LeanExecutor(settings, spec, slots)
-    await executor.start(toolchain)
-    assert executor.available and not executor.prewarm_errors, executor.status()
-    yield executor
-    await executor.close()
+    with lent_slots(2) as slots:
+        spec = ZygoteSpec(interpreter=sys.executable, jail=JailPolicy(hidden_paths=(str(ROOT),)))
+        executor = LeanExecutor(settings, repl_spec(spec, settings), slots)
+        await executor.start(toolchain)
+        assert executor.available and not executor.prewarm_errors, executor.status()
+        yield executor
+        await executor.close()
 
 
 async def check(lean: LeanExecutor, code: str, timeout_ms: int = 60_000) -> pb.ExecuteResponse:
-    return await lean.check(pb.LeanCall(code=code, header=HEADER), "real", timeout_ms, None)
+    return await lean.check(pb.LeanCall(code=code, header=HEADER), "real", timeout_ms)
 
 
 async def test_a_complete_proof(lean):

@@ -44,7 +44,7 @@ def test_json_logs_carry_request_ids(tmp_path):
 
     from tests.conftest import RunningServer
 
-    server = RunningServer(tmp_path, first_slot=45, workers=1,
+    server = RunningServer(tmp_path, workers=1,
                            config='[server]\nlog_format = "json"\nlog_level = "DEBUG"\n')
     try:
         with server.client() as client:

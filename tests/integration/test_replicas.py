@@ -20,9 +20,8 @@ from tests.integration.test_metrics import scrape
 OK_CALLS = 'toolserver_calls_total{outcome="OK",tool="python"}'
 
 
-def start_replicas(tmp_path, first_slot: int) -> list[RunningServer]:
-    return [RunningServer(tmp_path / f"r{i}", first_slot=first_slot + 3 * i, workers=1, sessions=1)
-            for i in range(3)]
+def start_replicas(tmp_path) -> list[RunningServer]:
+    return [RunningServer(tmp_path / f"r{i}", workers=1, sessions=1) for i in range(3)]
 
 
 def balanced_client(replicas: list[RunningServer]) -> ToolClient:
@@ -33,13 +32,15 @@ def balanced_client(replicas: list[RunningServer]) -> ToolClient:
 def replicas(tmp_path):
     for i in range(3):
         (tmp_path / f"r{i}").mkdir()
-    running = start_replicas(tmp_path, first_slot=48)
+    running = start_replicas(tmp_path)
+    ranges = [(replica.first_slot, replica.slot_count) for replica in running]
     yield running
     for replica in running:
         replica.stop()
     # a replica killed with SIGKILL leaves its jails to nobody: end them
-    for slot in discover_slots("tsbox", 9, Path("/var/lib/toolserver/scratch"), first=48):
-        kill_slot_processes(slot)
+    for first, count in ranges:
+        for slot in discover_slots("tsbox", count, Path("/var/lib/toolserver/scratch"), first=first):
+            kill_slot_processes(slot)
 
 
 def test_calls_spread_over_replicas_and_sessions_stay_on_theirs(replicas):

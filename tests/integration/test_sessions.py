@@ -71,7 +71,7 @@ def test_unknown_session_call_is_not_found(client):
 
 
 def test_session_cap_and_idle_timeout(tmp_path):
-    server = RunningServer(tmp_path, first_slot=13, workers=1, sessions=1, config="[sessions]\nidle_timeout_s = 2\n")
+    server = RunningServer(tmp_path, workers=1, sessions=1, config="[sessions]\nidle_timeout_s = 2\n")
     try:
         with server.client() as client:
             first = open_session(client)

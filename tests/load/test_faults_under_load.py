@@ -22,13 +22,12 @@ from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 from tests.conftest import RunningServer
 from tests.integration.test_metrics import scrape
 
-FIRST_SLOT = 57
 WORKERS = 3
 
 
 @pytest.fixture(scope="module")
 def fault_server(tmp_path_factory):
-    running = RunningServer(tmp_path_factory.mktemp("faults"), first_slot=FIRST_SLOT, workers=WORKERS, sessions=1,
+    running = RunningServer(tmp_path_factory.mktemp("faults"), workers=WORKERS, sessions=1,
                             config="[python]\nworker_grace_s = 2.0\n")
     yield running
     running.stop()
@@ -71,12 +70,12 @@ def test_workers_killed_and_stopped_under_load_lose_no_call(fault_server):
     for thread in threads:
         thread.start()
     time.sleep(1.5)
-    worker_slots = range(FIRST_SLOT + 1, FIRST_SLOT + 1 + WORKERS)
+    worker_slots = range(fault_server.first_slot + 1, fault_server.first_slot + 1 + WORKERS)
     for slot_index in worker_slots:  # kill every worker's processes once
         for pid in zygote_pids(slot_index):
             os.kill(pid, signal.SIGKILL)
         time.sleep(0.5)
-    stopped = zygote_pids(FIRST_SLOT + 1)  # and hang one worker: the pool must see it overrun
+    stopped = zygote_pids(fault_server.first_slot + 1)  # and hang one worker: the pool must see it overrun
     for pid in stopped:
         os.kill(pid, signal.SIGSTOP)
     time.sleep(6)
@@ -95,7 +94,7 @@ def test_a_killed_kernel_ends_its_session_and_a_new_one_works(fault_server):
     with fault_server.client() as client:
         session = client.open_session()
         client.run_python("x = 1", session_id=session.session_id)
-        kernel_uid = pwd.getpwnam(f"tsbox{FIRST_SLOT + 1 + WORKERS}").pw_uid
+        kernel_uid = pwd.getpwnam(f"tsbox{fault_server.first_slot + 1 + WORKERS}").pw_uid
         for pid in processes_of_uid(kernel_uid):
             os.kill(pid, signal.SIGKILL)
         time.sleep(0.5)
@@ -169,7 +168,7 @@ def test_scratch_filled_under_load_stops_only_the_flooding_calls(fault_server):
 def test_streams_meet_the_bounded_queue_too(tmp_path):
     """Backpressure: past python.max_queue a stream's calls are answered at once
     (CRASHED, RESOURCE_EXHAUSTED: the caller may retry), never queued without bound."""
-    server = RunningServer(tmp_path, first_slot=22, workers=1, config="[python]\nmax_queue = 2\n")
+    server = RunningServer(tmp_path, workers=1, config="[python]\nmax_queue = 2\n")
     try:
         with server.client() as client:
             requests = [python_request("import time\ntime.sleep(0.5)\n'done'", request_id=str(i)) for i in range(8)]

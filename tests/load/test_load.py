@@ -64,7 +64,7 @@ def footprint(pid: int) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def load_server(tmp_path_factory):
-    running = RunningServer(tmp_path_factory.mktemp("load"), first_slot=40, workers=4,
+    running = RunningServer(tmp_path_factory.mktemp("load"), workers=4,
                             config="[python]\nmax_queue = 100000\n")
     yield running
     running.stop()

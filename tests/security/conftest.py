@@ -43,7 +43,7 @@ max_sessions = 1
 def policy_server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("policy")
     (tmp / "policies.toml").write_text(POLICY_FILE)
-    running = RunningServer(tmp, first_slot=32, workers=1, sessions=2,
+    running = RunningServer(tmp, workers=1, sessions=2,
                             config=f'[auth]\npolicy_file = "{tmp / "policies.toml"}"\n')
     yield running
     running.stop()
@@ -75,6 +75,6 @@ def tls_files(tmp_path_factory):
 def mtls_server(tmp_path_factory, tls_files):
     config = (f'[server]\ntls_cert = "{tls_files["server.pem"]}"\ntls_key = "{tls_files["server.key"]}"\n'
               f'tls_client_ca = "{tls_files["ca.pem"]}"\n')
-    running = RunningServer(tmp_path_factory.mktemp("mtls"), first_slot=36, workers=1, config=config)
+    running = RunningServer(tmp_path_factory.mktemp("mtls"), workers=1, config=config)
     yield running
     running.stop()

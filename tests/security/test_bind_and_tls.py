@@ -9,8 +9,7 @@ import sys
 import pytest
 
 from toolserver.client import ToolClient, Unavailable
-from toolserver.config import ConfigError
-from toolserver.errors import PermissionDenied
+from toolserver.errors import ConfigError, PermissionDenied
 from toolserver.policy import load_policies, token_hash, validate_against_settings
 
 from tests.conftest import ROOT

@@ -9,7 +9,7 @@ from tests.conftest import RunningServer
 
 @pytest.fixture(scope="session")
 def trainer_server(tmp_path_factory):
-    running = RunningServer(tmp_path_factory.mktemp("trainer"), first_slot=28, workers=2)
+    running = RunningServer(tmp_path_factory.mktemp("trainer"), workers=2)
     yield running
     running.stop()
 

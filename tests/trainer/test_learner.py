@@ -10,8 +10,7 @@ import torch
 
 from tests.conftest import free_port
 from toolserver.client import AsyncToolClient
-from toolserver.config import ConfigError
-from trainer.config import TrainerConfig, help_text
+from trainer.config import ConfigError, TrainerConfig, help_text
 from trainer.formats import ToRLFormat
 from trainer.learner import Learner, loss_inputs
 from trainer.policy_torch import TinyConfig, TinyTransformer, TorchPolicy

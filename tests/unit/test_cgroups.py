@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sandbox.cgroups import CgroupUnavailable, MemoryCgroups
+from sandbox.cgroups import CgroupUnavailable, MemoryCgroups, SlotCgroups
 
 HOG = ("import time\nb = bytearray(200 << 20)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\ntime.sleep(30)")
 
@@ -55,3 +55,17 @@ def test_gone_processes_are_skipped_and_an_empty_cgroup_is_removed(cgroup):
     assert (cgroup.path / "cgroup.procs").read_text() == ""
     cgroup.remove()
     assert not cgroup.path.exists()
+
+
+def test_a_pool_makes_each_slots_cgroup_once_and_removes_them_all():
+    assert SlotCgroups(None).of("tsbox0") is None  # no cgroups: processes are capped alone
+    try:
+        groups = MemoryCgroups.open()
+    except CgroupUnavailable as exc:
+        pytest.skip(f"no memory cgroups here: {exc}")
+    pool = SlotCgroups(groups)
+    name = f"unit-pool-{os.getpid()}"
+    first = pool.of(name)
+    assert first is not None and pool.of(name) is first and first.path.is_dir()
+    pool.remove_all()
+    assert not first.path.exists()

@@ -1,7 +1,7 @@
 import pytest
 
 from toolserver.config import ConfigError, load_settings
-from toolserver.python_tool import effective_limits
+from toolserver.python.executor import effective_limits
 from toolserver.v1 import toolserver_pb2 as pb
 
 
@@ -37,9 +37,9 @@ def test_slots_must_cover_workers():
 def test_request_limits_are_capped_and_defaulted():
     settings = load_settings()
     limits = effective_limits(pb.Limits(timeout_ms=10**9, memory_mb=0, max_output_bytes=10), settings)
-    assert limits["timeout_ms"] == settings.limits.timeout_ms
-    assert limits["memory_mb"] == settings.defaults.memory_mb
-    assert limits["max_output_bytes"] == 10
+    assert limits.timeout_ms == settings.limits.timeout_ms
+    assert limits.memory_mb == settings.defaults.memory_mb
+    assert limits.max_output_bytes == 10
 
 
 def test_package_turns_grpc_fork_support_off_before_grpc_loads():
@@ -86,7 +86,7 @@ def test_bad_import_settings_are_refused(tmp_path, toml, message):
 def test_session_memory_follows_the_request_the_server_and_the_caller():
     from toolserver.errors import PermissionDenied
     from toolserver.policy import CallerPolicy
-    from toolserver.python_tool import session_memory_mb
+    from toolserver.python.executor import session_memory_mb
 
     settings = load_settings()
     capped = CallerPolicy(name="capped", tools=frozenset({"python"}), max_memory_mb=256)

@@ -17,31 +17,44 @@ from pathlib import Path
 import pytest
 
 from sandbox.jail import JailPolicy
-from sandbox.slots import discover_slots
 from sandbox.worker import ZygoteSpec
+from tests.conftest import lent_slots
 from tests.fakes.lean_repl_standin import standin_command
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, ToolUnavailable, Unavailable
+from toolserver.jails import repl_spec
 from toolserver.lean.executor import LeanExecutor, ToolchainMissing, find_toolchain, lean_call_from_json
 from toolserver.lean.header import parse_header
 from toolserver.lean.pool import ReplPool
 from toolserver.lean.repl import Toolchain
 from toolserver.lean.settings import LeanSettings
+from toolserver.policy import CallerPolicy
 from toolserver.v1 import toolserver_pb2 as pb
 
-SCRATCH = Path("/var/lib/toolserver/scratch")
 ROOT = Path(__file__).resolve().parents[2]
-FIRST_SLOT = 24
+MODULE_SLOTS: list = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_slots():
+    """The two slots every pool and executor of this module runs on, one at a time."""
+    with lent_slots(2) as slots:
+        MODULE_SLOTS[:] = slots
+        yield
+        MODULE_SLOTS.clear()
 
 
 def lean_slots(count: int):
-    slots = discover_slots("tsbox", count, SCRATCH, first=FIRST_SLOT)
-    if len(slots) < count:
-        pytest.skip("sandbox slot users missing: run toolserver setup-sandbox")
-    return slots
+    return MODULE_SLOTS[:count]
 
 
 def spec(memory_mb: int = 0) -> ZygoteSpec:
     return ZygoteSpec(interpreter=sys.executable, jail=JailPolicy(hidden_paths=(str(ROOT),), memory_mb=memory_mb))
+
+
+def header_user(*headers: str) -> CallerPolicy:
+    """A caller whose policy allows only these Lean headers."""
+    return CallerPolicy(name="prover", tools=frozenset({"lean"}),
+                        lean_headers=frozenset(parse_header(header).key for header in headers))
 
 
 def standin(header_delay_s: float = 0.0) -> Toolchain:
@@ -216,7 +229,7 @@ async def test_closing_answers_waiting_calls_unavailable():
 @pytest.fixture
 async def executor():
     settings = LeanSettings(max_repls=2, allowed_headers=("import A", "import B", "import Missing"))
-    executor = LeanExecutor(settings, spec(), lean_slots(2))
+    executor = LeanExecutor(settings, repl_spec(spec(), settings), lean_slots(2))
     await executor.start(standin())
     yield executor
     await executor.close()
@@ -224,14 +237,14 @@ async def executor():
 
 async def test_complete_proof(executor):
     response = await executor.check(pb.LeanCall(code="theorem t : 1 + 1 = 2 := by norm_num", header="import A"),
-                                    "r1", 5000, None)
+                                    "r1", 5000)
     assert response.outcome == pb.OK and response.request_id == "r1"
     assert response.lean.complete and response.lean.sorries == 0
 
 
 async def test_sorry_compiles_but_is_not_complete(executor):
     response = await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := by sorry", header="import A"),
-                                    "r", 5000, None)
+                                    "r", 5000)
     assert response.outcome == pb.OK
     assert not response.lean.complete and response.lean.sorries == 1
     assert response.lean.messages[0].severity == "warning"
@@ -239,7 +252,7 @@ async def test_sorry_compiles_but_is_not_complete(executor):
 
 async def test_error_lines_refer_to_the_callers_code(executor):
     code = "import A\n\ntheorem ok : 1 = 1 := rfl\ntheorem bad : 1 = 2 := by error"
-    response = await executor.check(pb.LeanCall(code=code, header="open Nat\nset_option x 1"), "r", 5000, None)
+    response = await executor.check(pb.LeanCall(code=code, header="open Nat\nset_option x 1"), "r", 5000)
     assert response.outcome == pb.ERROR and not response.lean.complete
     [message] = response.lean.messages
     assert (message.severity, message.line, message.column) == ("error", 4, code.split("\n")[3].index("error"))
@@ -248,65 +261,66 @@ async def test_error_lines_refer_to_the_callers_code(executor):
 
 async def test_timeout_crash_and_memory_outcomes(executor):
     timeout = await executor.check(pb.LeanCall(code="theorem s : 1 = 1 := by sleep 60", header="import A"),
-                                   "t", 300, None)
+                                   "t", 300)
     assert timeout.outcome == pb.TIMEOUT and not timeout.lean.complete
-    crash = await executor.check(pb.LeanCall(code="theorem c : 1 = 1 := by crash", header="import A"), "c", 5000, None)
+    crash = await executor.check(pb.LeanCall(code="theorem c : 1 = 1 := by crash", header="import A"), "c", 5000)
     assert crash.outcome == pb.CRASHED
-    ok = await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl", header="import A"), "ok", 5000, None)
+    ok = await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl", header="import A"), "ok", 5000)
     assert ok.outcome == pb.OK
 
 
 async def test_header_error_is_an_error_on_line_zero(executor):
     response = await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl", header="import Missing"),
-                                    "r", 5000, None)
+                                    "r", 5000)
     assert response.outcome == pb.ERROR and response.lean.messages[0].line == 0
     assert "header did not elaborate" in response.error
 
 
 async def test_guard_refuses_axioms_and_changed_statements_without_running(executor):
     axiom = await executor.check(pb.LeanCall(code="axiom cheat : False\ntheorem t : 1 = 2 := cheat.elim",
-                                             header="import A"), "r", 5000, None)
+                                             header="import A"), "r", 5000)
     assert axiom.outcome == pb.ERROR and "axiom" in axiom.error and axiom.lean.messages[0].line == 1
     changed = await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl", header="import A"), "r", 5000,
-                                   None, statement="theorem t : 2 = 2")
+                                   statement="theorem t : 2 = 2")
     assert changed.outcome == pb.ERROR and not changed.lean.complete
     kept = await executor.check(pb.LeanCall(code="theorem t : 2 = 2 := rfl", header="import A"), "r", 5000,
-                                None, statement="theorem t : 2 = 2")
+                                   statement="theorem t : 2 = 2")
     assert kept.outcome == pb.OK and kept.lean.complete
     assert executor.pool is not None and executor.pool.stats().starts == 1  # the refused calls never ran
 
 
 async def test_headers_are_allow_listed(executor):
     with pytest.raises(PermissionDenied):
-        await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl", header="import C"), "r", 5000, None)
+        await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl", header="import C"), "r", 5000)
     with pytest.raises(PermissionDenied):
         await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl", header="import B"), "r", 5000,
-                             frozenset({"import A"}))
+                             header_user("import A"))
     allowed = await executor.check(pb.LeanCall(code="import A\ntheorem t : 1 = 1 := rfl"), "r", 5000,
-                                   frozenset({"import A"}))
+                                   header_user("import A"))
     assert allowed.outcome == pb.OK
 
 
 async def test_bad_requests_are_request_errors(executor):
     with pytest.raises(InvalidRequest):
-        await executor.check(pb.LeanCall(code="  \n", header="import A"), "r", 5000, None)
+        await executor.check(pb.LeanCall(code="  \n", header="import A"), "r", 5000)
     with pytest.raises(InvalidRequest):
-        await executor.check(pb.LeanCall(code="theorem t : True := trivial", header="import Foo;"), "r", 5000, None)
+        await executor.check(pb.LeanCall(code="theorem t : True := trivial", header="import Foo;"), "r", 5000)
 
 
 async def test_status_reports_the_pool(executor):
-    await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl", header="import A"), "r", 5000, None)
+    await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl", header="import A"), "r", 5000)
     assert executor.available
     assert executor.status().startswith("ready: 1/2 REPLs") and "import A x1" in executor.status()
 
 
 async def test_memory_limit_is_reported():
-    executor = LeanExecutor(LeanSettings(max_repls=1, memory_mb=300), spec(), lean_slots(1))
+    settings = LeanSettings(max_repls=1, memory_mb=300)
+    executor = LeanExecutor(settings, repl_spec(spec(), settings), lean_slots(1))
     await executor.start(standin())
     try:
-        response = await executor.check(pb.LeanCall(code="theorem m : 1 = 1 := by oom"), "m", 20_000, None)
+        response = await executor.check(pb.LeanCall(code="theorem m : 1 = 1 := by oom"), "m", 20_000)
         assert response.outcome == pb.MEMORY_LIMIT
-        assert (await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl"), "t", 5000, None)).outcome == pb.OK
+        assert (await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl"), "t", 5000)).outcome == pb.OK
     finally:
         await executor.close()
 
@@ -316,14 +330,14 @@ async def test_without_a_toolchain_the_tool_is_unavailable_and_says_how_to_insta
     await executor.start()
     assert not executor.available
     assert "not installed" in executor.status() and "deploy/lean" in executor.status()
-    assert "Unavailable" in executor.tool_spec().description
+    assert "Unavailable" in executor.spec().description
     with pytest.raises(ToolUnavailable, match="deploy/lean"):
-        await executor.check(pb.LeanCall(code="theorem t : True := trivial"), "r", 1000, None)
+        await executor.check(pb.LeanCall(code="theorem t : True := trivial"), "r", 1000)
     await executor.close()
 
 
 def test_tool_spec_and_json_arguments():
-    spec_ = LeanExecutor(LeanSettings(), spec(), []).tool_spec()
+    spec_ = LeanExecutor(LeanSettings(), spec(), []).spec()
     schema = json.loads(spec_.parameters)
     assert spec_.name == "lean" and schema["required"] == ["code"]
     assert set(schema["properties"]) == {"code", "header", "statement"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolserver.config import ConfigError
+from toolserver.errors import ConfigError
 from toolserver.lean.settings import LeanSettings
 
 

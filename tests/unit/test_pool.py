@@ -8,25 +8,22 @@ from pathlib import Path
 
 import pytest
 
+from sandbox.calls import CallLimits, CallRequest
 from sandbox.jail import JailPolicy
-from sandbox.slots import discover_slots
 from sandbox.worker import ZygoteSpec
 from toolserver.errors import Exhausted
-from toolserver.pool import WorkerPool
-
-SCRATCH = Path("/var/lib/toolserver/scratch")
+from toolserver.python.pool import WorkerPool
 
 
-def request(code: str, request_id: str = "r", timeout_ms: int = 5000) -> dict:
-    return {"id": request_id, "code": code, "stdin": "", "timeout_ms": timeout_ms, "memory_mb": 256,
-            "max_output_bytes": 4096, "max_processes": 16, "max_file_mb": 1, "max_open_files": 64}
+
+def request(code: str, request_id: str = "r", timeout_ms: int = 5000) -> CallRequest:
+    return CallRequest(request_id, code, CallLimits(timeout_ms=timeout_ms, memory_mb=256, max_output_bytes=4096,
+                                                    max_processes=16, max_file_mb=1, max_open_files=64))
 
 
 @pytest.fixture
-async def pool():
-    slots = discover_slots("tsbox", 1, SCRATCH, first=20)
-    if not slots:
-        pytest.skip("sandbox slot users missing: run toolserver setup-sandbox")
+async def pool(sandbox_slots):
+    slots = sandbox_slots(1)
     spec = ZygoteSpec(interpreter=sys.executable, preload=(), jail=JailPolicy(
         hidden_paths=(str(Path(__file__).resolve().parents[2]),)))
     worker_pool = WorkerPool(spec, slots, max_queue=1, grace_s=2.0, recycle_after=3)

@@ -94,20 +94,20 @@ def test_no_default_index_is_built_when_switched_off(tmp_path):
 
 @pytest.mark.parametrize("question, answers", QUESTIONS.items())
 async def test_a_new_user_gets_the_right_function_near_the_top(executor, question, answers):
-    response = await executor.search(pb.SearchCall(query=question, top_k=3), "r", None)
+    response = await executor.search(pb.SearchCall(query=question, top_k=3), "r")
     found = [hit.id for hit in response.search.hits]
     assert set(found) & answers, f"{question!r} -> {found}"
 
 
 async def test_hits_show_the_signature_and_docstring(executor):
-    response = await executor.search(pb.SearchCall(query="prime factorization of an integer", top_k=3), "r", None)
+    response = await executor.search(pb.SearchCall(query="prime factorization of an integer", top_k=3), "r")
     hit = next(hit for hit in response.search.hits if hit.id == "sympy.factorint")
     assert hit.title.startswith("sympy.factorint(n, limit=None")
     assert "prime factors" in hit.text
 
 
 def test_the_tool_spec_describes_the_default_index(executor):
-    spec = executor.tool_spec(None)
+    spec = executor.spec()
     assert "python-docs: documentation of the Python modules" in spec.description
     assert executor.index_names() == ["python-docs"]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolserver.config import ConfigError
-from toolserver.errors import InvalidRequest, NotFound, PermissionDenied, ToolUnavailable
+from toolserver.errors import ConfigError, InvalidRequest, NotFound, PermissionDenied, ToolUnavailable
+from toolserver.policy import CallerPolicy
 from toolserver.search.corpus import read_corpus
 from toolserver.search.executor import SearchExecutor, search_call_from_json
 from toolserver.search.index import build_index, load_encoder
@@ -21,6 +21,11 @@ from toolserver.search.settings import SearchSettings
 from toolserver.v1 import toolserver_pb2 as pb
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "search"
+
+
+def searcher(indexes: set[str]) -> CallerPolicy:
+    """A caller whose policy lets it search only these indexes."""
+    return CallerPolicy(name="searcher", tools=frozenset({"search"}), indexes=frozenset(indexes))
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +48,7 @@ def call(query: str, index: str = "", top_k: int = 0) -> pb.SearchCall:
 
 
 async def test_a_search_returns_ranked_hits(executor):
-    response = await executor.search(call("highest mountain", "facts", 3), "r1", None)
+    response = await executor.search(call("highest mountain", "facts", 3), "r1")
     assert response.request_id == "r1" and response.outcome == pb.OK
     assert response.WhichOneof("result") == "search"
     hits = response.search.hits
@@ -54,13 +59,13 @@ async def test_a_search_returns_ranked_hits(executor):
 
 async def test_no_index_means_the_default_and_no_top_k_the_default_count(executor, settings):
     query = "the river, the tower, the mountain, the moon, the theorem, the cell"
-    response = await executor.search(call(query), "r", None)
+    response = await executor.search(call(query), "r")
     assert len(response.search.hits) == settings.default_top_k
     assert {hit.id for hit in response.search.hits} <= {d.id for d in read_corpus(DATA / "facts.jsonl")}
 
 
 async def test_another_index_is_searched_by_name(executor):
-    response = await executor.search(call("coral reef", "wiki"), "r", None)
+    response = await executor.search(call("coral reef", "wiki"), "r")
     assert [hit.id for hit in response.search.hits] == ["1"]
 
 
@@ -72,28 +77,28 @@ async def test_another_index_is_searched_by_name(executor):
 ])
 async def test_bad_calls_are_invalid_requests(executor, request_call, message):
     with pytest.raises(InvalidRequest, match=message):
-        await executor.search(request_call, "r", None)
+        await executor.search(request_call, "r")
 
 
 async def test_an_unknown_index_is_not_found(executor):
     with pytest.raises(NotFound, match="no search index 'nope'"):
-        await executor.search(call("tower", "nope"), "r", None)
+        await executor.search(call("tower", "nope"), "r")
 
 
 async def test_an_index_outside_the_allow_list_is_permission_denied(executor):
     with pytest.raises(PermissionDenied, match="'wiki' is not allowed"):
-        await executor.search(call("reef", "wiki"), "r", frozenset({"facts"}))
+        await executor.search(call("reef", "wiki"), "r", searcher({"facts"}))
     with pytest.raises(PermissionDenied):  # the default index is allow-listed like any other
-        await executor.search(call("tower"), "r", frozenset({"wiki"}))
+        await executor.search(call("tower"), "r", searcher({"wiki"}))
     with pytest.raises(PermissionDenied):  # unknown and not allowed: existence is not revealed
-        await executor.search(call("tower", "secret"), "r", frozenset({"facts"}))
-    response = await executor.search(call("reef", "wiki"), "r", frozenset({"wiki"}))
+        await executor.search(call("tower", "secret"), "r", searcher({"facts"}))
+    response = await executor.search(call("reef", "wiki"), "r", searcher({"wiki"}))
     assert response.outcome == pb.OK
 
 
 async def test_long_texts_are_cut_and_flagged(settings):
     executor = SearchExecutor.from_settings(dataclasses.replace(settings, max_text_chars=20))
-    response = await executor.search(call("Eiffel tower", top_k=1), "r", None)
+    response = await executor.search(call("Eiffel tower", top_k=1), "r")
     executor.close()
     assert response.truncated and len(response.search.hits[0].text) == 20
 
@@ -101,9 +106,9 @@ async def test_long_texts_are_cut_and_flagged(settings):
 async def test_queries_off_the_event_loop_give_the_same_answer(executor, settings):
     threaded = SearchExecutor.from_settings(dataclasses.replace(settings, inline_max_docs=0))
     query = call("algorithm for integers and sorting lists", top_k=5)
-    off_loop = await threaded.search(query, "r", None)
+    off_loop = await threaded.search(query, "r")
     threaded.close()
-    inline = await executor.search(query, "r", None)
+    inline = await executor.search(query, "r")
     assert list(off_loop.search.hits) == list(inline.search.hits)
     assert {hit.id for hit in inline.search.hits[:2]} == {"euclid", "sorting"}
 
@@ -126,19 +131,19 @@ def test_no_data_dir_means_no_indexes(tmp_path):
     executor = SearchExecutor.from_settings(SearchSettings(data_dir=str(tmp_path / "none"), build_default=False))
     assert executor.index_names() == [] and "no search indexes" in executor.status()
     assert not executor.available
-    assert "none available" in executor.tool_spec(None).description
+    assert "none available" in executor.spec().description
     executor.close()
 
 
 def test_the_tool_spec_names_only_the_callers_indexes(executor):
-    spec = executor.tool_spec(None)
+    spec = executor.spec()
     schema = json.loads(spec.parameters)
     assert spec.name == "search"
     assert schema["required"] == ["query"]
     assert schema["properties"]["index"]["enum"] == ["facts", "wiki"]
     assert schema["properties"]["top_k"]["maximum"] == 50
     assert "twelve encyclopedia facts (12 documents)" in spec.description
-    limited = executor.tool_spec(frozenset({"wiki"}))
+    limited = executor.spec(searcher({"wiki"}))
     schema = json.loads(limited.parameters)
     assert schema["properties"]["index"]["enum"] == ["wiki"]
     assert schema["required"] == ["query", "index"]  # the default index is not theirs
@@ -184,8 +189,8 @@ async def test_a_dense_index_without_its_model_is_a_clear_error_and_bm25_still_w
     executor = SearchExecutor.from_settings(dense_without_model)
     assert "dense: 12 docs (hybrid) [dense retrieval unavailable]" in executor.status()
     with pytest.raises(ToolUnavailable, match="no_such_model_package"):
-        await executor.search(call("tower", "dense"), "r", None)
-    response = await executor.search(call("tower", "plain"), "r", None)
+        await executor.search(call("tower", "dense"), "r")
+    response = await executor.search(call("tower", "plain"), "r")
     assert response.search.hits[0].id == "eiffel"
     executor.close()
 
@@ -197,7 +202,7 @@ async def test_a_hybrid_index_is_served_with_its_model(tmp_path):
     build_index(read_corpus(DATA / "facts.jsonl"), tmp_path, "facts", mode="hybrid", encoder=encoder)
     executor = SearchExecutor.from_settings(SearchSettings(data_dir=str(tmp_path), default_index="facts"))
     assert executor.status() == "facts: 12 docs (hybrid)"
-    response = await executor.search(call("tallest peak on the globe", top_k=2), "r", None)
+    response = await executor.search(call("tallest peak on the globe", top_k=2), "r")
     executor.close()
     assert response.search.hits[0].id == "everest"
 
@@ -228,7 +233,7 @@ async def test_queries_past_the_queue_bound_are_refused_at_once(settings):
 
     bounded = SearchExecutor.from_settings(dataclasses.replace(settings, max_queue=1, inline_max_docs=0))
     try:
-        results = await asyncio.gather(*(bounded.search(call("gcd"), str(i), None) for i in range(5)),
+        results = await asyncio.gather(*(bounded.search(call("gcd"), str(i)) for i in range(5)),
                                        return_exceptions=True)
     finally:
         bounded.close()

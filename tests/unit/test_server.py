@@ -1,7 +1,8 @@
 from pathlib import Path
 
 from toolserver.config import load_settings
-from toolserver.server import advertised_address, project_paths, zygote_spec
+from toolserver.jails import project_paths, zygote_spec
+from toolserver.server import advertised_address
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,7 +20,7 @@ def test_status_messages_are_valid_text():
 
 @pytest.mark.parametrize("arguments", ["[" * 50000, '{"code": ' + "1" * 5000 + "}", '{"code": "\\udfff"}'])
 def test_unreadable_json_arguments_are_invalid_requests(arguments):
-    from toolserver.tools import python_call_from_json
+    from toolserver.python.schema import python_call_from_json
 
     with pytest.raises(InvalidRequest):
         python_call_from_json(arguments)

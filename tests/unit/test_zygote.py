@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from sandbox.calls import CallLimits, CallRequest
 from sandbox.jail import JailPolicy
-from sandbox.slots import discover_slots, prepare_scratch
+from sandbox.selftest import probe_request
+from sandbox.slots import prepare_scratch
 from sandbox.worker import Zygote, ZygoteSpec
 
-SCRATCH = Path("/var/lib/toolserver/scratch")
 PROJECT = str(Path(__file__).resolve().parents[2])
 
 
@@ -26,10 +28,8 @@ def kernel_can_collapse() -> bool:
 
 
 @pytest.fixture
-async def slot():
-    slots = discover_slots("tsbox", 1, SCRATCH, first=21)
-    if not slots:
-        pytest.skip("sandbox slot users missing: run toolserver setup-sandbox")
+async def slot(sandbox_slots):
+    slots = sandbox_slots(1)
     prepare_scratch(slots[0])
     return slots[0]
 
@@ -52,9 +52,36 @@ async def test_huge_pages_can_be_turned_off(slot):
     zygote = Zygote(spec, slot)
     try:
         assert (await zygote.start())["huge_pages_mb"] == 0
-        reply = await zygote.run({"id": "a", "code": "import sympy\nsympy.factorint(360)", "stdin": "",
-                                  "timeout_ms": 5000, "memory_mb": 256, "max_output_bytes": 4096,
-                                  "max_processes": 16, "max_file_mb": 1, "max_open_files": 64}, 10)
+        reply = await zygote.run(probe_request("a", "import sympy\nsympy.factorint(360)"), 10)
         assert reply["value"] == "{2: 3, 3: 2, 5: 1}"
+    finally:
+        await zygote.kill()
+
+
+def test_the_zygote_reads_the_keys_the_host_sends():
+    source = (Path(__file__).resolve().parents[2] / "sandbox" / "zygote.py").read_text()
+    keys = next(ast.literal_eval(node.value) for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "REQUEST_KEYS")
+    wire = CallRequest("r", "1", CallLimits(1, 1, 1, 1, 1, 1)).wire()
+    assert sorted(keys) == sorted(wire)
+
+
+class WithoutScratchCap(CallRequest):
+    """A request frame that lacks a key, as a host of another version might send."""
+
+    def wire(self) -> dict:
+        frame = super().wire()
+        del frame["max_scratch_mb"]
+        return frame
+
+
+async def test_a_request_without_its_keys_is_answered_invalid(slot):
+    zygote = Zygote(ZygoteSpec(interpreter=sys.executable, jail=JailPolicy(hidden_paths=(PROJECT,))), slot)
+    try:
+        await zygote.start()
+        partial = probe_request("partial", "1")
+        reply = await zygote.run(WithoutScratchCap(partial.id, partial.code, partial.limits), 10)
+        assert reply["outcome"] == "INVALID" and "max_scratch_mb" in reply["error"]
+        assert (await zygote.run(probe_request("whole", "6 * 7"), 10))["value"] == "42"
     finally:
         await zygote.kill()

@@ -1,34 +1,37 @@
 """The Lean executor: a LeanCall in, an ExecuteResponse with a LeanResult out.
 
-It finds the toolchain (config or PATH) at start, refuses calls it cannot serve (no
-toolchain, a header the caller may not use, empty code, a proof the guard refuses), hands
-the rest to the REPL pool and turns the REPL's answer into the contract's message, with
-line numbers of the caller's code. It knows nothing of gRPC status codes.
+It finds the toolchain (config or PATH) at start, grants a call its wall time, refuses
+calls it cannot serve (no toolchain, a header the server or the caller's policy does not
+allow, empty code, a proof the guard refuses), hands the rest to the REPL pool and turns
+the REPL's answer into the contract's message, with line numbers of the caller's code.
+It knows nothing of gRPC status codes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import os
 import shutil
 import time
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sandbox.jail import Slot
 from sandbox.worker import ZygoteSpec
+from toolserver.arguments import json_arguments
 from toolserver.errors import InvalidRequest, PermissionDenied, ToolUnavailable
 from toolserver.lean.guard import check_proof
 from toolserver.lean.header import HeaderError, SplitSource, parse_header, split_source
 from toolserver.lean.pool import ReplOutcome, ReplPool
 from toolserver.lean.repl import Toolchain
 from toolserver.lean.settings import LeanSettings
+from toolserver.policy import OPEN_POLICY, CallerPolicy
+from toolserver.registry import BuildContext, Tool
 from toolserver.text import valid_text
-from toolserver.tools import json_arguments
 from toolserver.v1 import toolserver_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -123,14 +126,19 @@ def _position(entry: dict[str, Any]) -> tuple[int, int]:
     return (max(line, 0) if isinstance(line, int) else 0, max(column, 0) if isinstance(column, int) else 0)
 
 
-class LeanExecutor:
-    """Checks Lean 4 proofs on pooled, jailed REPLs; serves nothing without a toolchain."""
+class LeanExecutor(Tool):
+    """Checks Lean 4 proofs on pooled, jailed REPLs; serves nothing without a toolchain.
+
+    spec: how a REPL's jail starts (`toolserver.jails.repl_spec`)."""
+
+    name = "lean"
 
     def __init__(self, settings: LeanSettings, spec: ZygoteSpec, slots: list[Slot]) -> None:
         self.settings = settings
-        self.spec = spec
+        self.jail_spec = spec
         self.slots = slots[:settings.max_repls]
-        self.available = False
+        self.ready = False
+        self.header_keys = frozenset(parse_header(header).key for header in settings.allowed_headers) or None
         self.pool: ReplPool | None = None
         self.toolchain: Toolchain | None = None
         self.prewarm_errors: list[str] = []
@@ -153,26 +161,41 @@ class LeanExecutor:
             self._reason = "no sandbox slots are left for Lean REPLs (raise [sandbox] slots)"
             log.warning("lean: %s", self._reason)
             return
-        jail = dataclasses.replace(self.spec.jail, memory_mb=settings.memory_mb, max_processes=settings.max_processes,
-                                   max_open_files=settings.max_open_files)
-        spec = dataclasses.replace(self.spec, jail=jail, start_timeout_s=settings.start_timeout_s)
         prewarm = tuple(dict.fromkeys(parse_header(h) for h in settings.prewarm_headers))
-        self.pool = ReplPool(spec, self.slots, self.toolchain, start_timeout_s=settings.start_timeout_s,
+        self.pool = ReplPool(self.jail_spec, self.slots, self.toolchain, start_timeout_s=settings.start_timeout_s,
                              max_queue=settings.max_queue,
                              idle_evict_s=settings.idle_evict_s, recycle_after=settings.recycle_after,
                              keep_headers=prewarm)
         self.prewarm_errors = await self.pool.start(prewarm)
         for error in self.prewarm_errors:
             log.warning("lean: pre-warming failed: %s", error)
-        self.available = True
+        self.ready = True
         log.info("lean: %s; %d REPL slots", self.toolchain.description, len(self.slots))
 
     @staticmethod
     def call_from_json(arguments: str) -> LeanArguments:
         return lean_call_from_json(arguments)
 
+    @property
+    def available(self) -> bool:
+        return self.ready and self.pool is not None
+
+    def grant(self, limits: pb.Limits, caller: CallerPolicy) -> int:
+        """A call's wall time in milliseconds: what it asked for, else the default, within
+        the caller's Lean maximum and the server's."""
+        asked = caller.lean_timeout_ms(limits.timeout_ms, self.settings.default_timeout_ms)
+        return min(asked, self.settings.max_timeout_ms)
+
+    def call_from_request(self, request: pb.ExecuteRequest) -> LeanArguments:
+        return LeanArguments(request.lean)
+
+    async def run(self, call: LeanArguments, limits: pb.Limits, request_id: str,
+                  caller: CallerPolicy = OPEN_POLICY) -> pb.ExecuteResponse:
+        return await self.check(call.call, request_id, self.grant(limits, caller), caller, statement=call.statement)
+
     async def close(self) -> None:
-        self.available = False
+        """Stops the REPLs; the builder's exit stack calls it at shutdown."""
+        self.ready = False
         if self.pool is not None:
             await self.pool.close()
 
@@ -189,7 +212,7 @@ class LeanExecutor:
             line += f"; pre-warming failed: {'; '.join(self.prewarm_errors)}"
         return line
 
-    def tool_spec(self) -> pb.ToolSpec:
+    def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
         settings = self.settings
         header_description = "Import lines, e.g. \"import Mathlib\"; environments are cached per header."
         if settings.allowed_headers:
@@ -214,29 +237,21 @@ class LeanExecutor:
             description += f" Unavailable on this server: {self._reason}."
         return pb.ToolSpec(name="lean", description=description, parameters=json.dumps(schema))
 
-    def _split(self, call: pb.LeanCall, allowed_headers: frozenset[str] | None) -> SplitSource:
+    def _split(self, call: pb.LeanCall, caller: CallerPolicy) -> SplitSource:
         try:
             source = split_source(call.code, call.header)
         except HeaderError as exc:
             raise InvalidRequest(f"lean header: {exc}") from exc
-        for allowed, whose in ((self.settings.allowed_headers or None, "this server"),
-                               (allowed_headers, "this caller")):
-            if allowed is None:
-                continue
-            keys = set()
-            for header in allowed:
-                try:
-                    keys.add(parse_header(header).key)
-                except HeaderError:
-                    continue
-            if source.header.key not in keys:
-                raise PermissionDenied(f"lean header {source.header.key or '(no imports)'!r} is not allowed for "
-                                       f"{whose}")
+        key = source.header.key
+        if self.header_keys is not None and key not in self.header_keys:
+            raise PermissionDenied(f"lean header {key or '(no imports)'!r} is not allowed for this server")
+        caller.require_header(key)
         return source
 
     async def check(self, call: pb.LeanCall, request_id: str, timeout_ms: int,
-                    allowed_headers: frozenset[str] | None, *, statement: str = "") -> pb.ExecuteResponse:
-        """Checks one call; allowed_headers=None means any header the server allows.
+                    caller: CallerPolicy = OPEN_POLICY, *, statement: str = "") -> pb.ExecuteResponse:
+        """Checks one call within timeout_ms (as `grant` gave it) with a header the server
+        and the caller allow.
 
         statement: a theorem statement the code must prove unchanged ("" for none)."""
         settings = self.settings
@@ -246,7 +261,7 @@ class LeanExecutor:
             raise InvalidRequest("lean.code is empty")
         if len(call.code) > settings.max_code_chars:
             raise InvalidRequest(f"lean.code has {len(call.code)} characters; the most is {settings.max_code_chars}")
-        source = self._split(call, allowed_headers)
+        source = self._split(call, caller)
         started = time.monotonic()
         violations = check_proof(call.code, statement)
         if violations:
@@ -255,7 +270,6 @@ class LeanExecutor:
             return pb.ExecuteResponse(request_id=request_id, outcome=pb.ERROR,
                                       error=f"refused by the proof guard: {violations[0].reason}",
                                       lean=pb.LeanResult(complete=False, messages=messages))
-        timeout_ms = min(timeout_ms or settings.default_timeout_ms, settings.max_timeout_ms)
         outcome = await self.pool.run(source.header, source.command, timeout_ms / 1000)
         response = self._response(request_id, source, outcome)
         response.elapsed_us = int((time.monotonic() - started) * 1e6)
@@ -293,3 +307,12 @@ class LeanExecutor:
             error=error.split("\n", 1)[0][:1000], truncated=truncated,
             lean=pb.LeanResult(complete=not errors and not in_header and sorries == 0, messages=messages,
                                sorries=sorries))
+
+
+async def build_lean(context: BuildContext, stack: AsyncExitStack) -> LeanExecutor:
+    """The Lean tool on the slots left after the python tool's, started when its
+    toolchain is here (else it serves nothing and says why)."""
+    lean = LeanExecutor(context.settings.lean, context.jails.repl, context.slots.take(context.settings.lean.max_repls))
+    stack.push_async_callback(lean.close)
+    await lean.start()
+    return lean

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from toolserver.errors import ConfigError
 from toolserver.lean.header import HeaderError, parse_header
 
 
@@ -37,9 +38,6 @@ class LeanSettings:
     max_message_chars: int = 8_000       # a message's text is cut here (the response says truncated)
 
     def validate(self) -> None:
-        # Imported here: toolserver.config imports this module to hold [lean].
-        from toolserver.config import ConfigError
-
         for field in ("max_queue", "max_repls", "memory_mb", "max_processes", "max_open_files", "default_timeout_ms", "max_timeout_ms",
                       "max_code_chars", "max_messages", "max_message_chars", "start_timeout_s", "idle_evict_s"):
             if getattr(self, field) <= 0:

@@ -14,16 +14,18 @@ import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack
 from pathlib import Path
 
-from toolserver.config import ConfigError
-from toolserver.errors import Exhausted, InvalidRequest, NotFound, PermissionDenied, ToolUnavailable
+from toolserver.arguments import json_arguments
+from toolserver.errors import ConfigError, Exhausted, InvalidRequest, NotFound, ToolUnavailable
+from toolserver.policy import OPEN_POLICY, CallerPolicy
+from toolserver.registry import BuildContext, Tool
 from toolserver.search.docs_corpus import BM25_B, BM25_K1, installed, module_documents
 from toolserver.search.index import (
     MANIFEST, DenseUnavailable, Encoder, IndexExists, IndexProblem, ScoredDocument, SearchIndex, Analyzer,
     build_index, index_path, list_indexes, load_encoder, load_index)
 from toolserver.search.settings import SearchSettings
-from toolserver.tools import json_arguments
 from toolserver.v1 import toolserver_pb2 as pb
 
 log = logging.getLogger(__name__)
@@ -65,7 +67,9 @@ def search_call_from_json(arguments: str) -> pb.SearchCall:
     return pb.SearchCall(query=values["query"], index=values.get("index", ""), top_k=top_k)
 
 
-class SearchExecutor:
+class SearchExecutor(Tool):
+    name = "search"
+
     def __init__(self, settings: SearchSettings, indexes: dict[str, SearchIndex],
                  encoders: dict[str, Encoder], dense_errors: dict[str, str]) -> None:
         self.settings = settings
@@ -117,13 +121,19 @@ class SearchExecutor:
     def call_from_json(arguments: str) -> pb.SearchCall:
         return search_call_from_json(arguments)
 
+    def grant(self, limits: pb.Limits, caller: CallerPolicy) -> None:
+        """Nothing: a query is data run in this process, bounded by the server's search
+        caps (query length, top_k, max_text_chars, the queue), not by a request's limits."""
+
+    async def run(self, call: pb.SearchCall, limits: pb.Limits, request_id: str,
+                  caller: CallerPolicy = OPEN_POLICY) -> pb.ExecuteResponse:
+        return await self.search(call, request_id, caller)
+
     def close(self) -> None:
         self._threads.shutdown(wait=False, cancel_futures=True)
 
-    def _index_for(self, name: str, allowed: frozenset[str] | None) -> SearchIndex:
-        # The allow-list is checked first, so a caller cannot probe which indexes exist.
-        if allowed is not None and name not in allowed:
-            raise PermissionDenied(f"search index {name!r} is not allowed for this caller")
+    def _index_for(self, name: str, caller: CallerPolicy) -> SearchIndex:
+        caller.require_index(name)  # first, so that a caller cannot probe which indexes exist
         index = self.indexes.get(name)
         if index is None:
             raise NotFound(f"no search index {name!r} on this server; ListTools names the indexes")
@@ -145,8 +155,9 @@ class SearchExecutor:
         ranked = index.query(query, k, encoder, rrf_k=self.settings.rrf_k, depth=self.settings.hybrid_depth)
         return ranked, int((time.perf_counter() - started) * 1e6)
 
-    async def search(self, call: pb.SearchCall, request_id: str, allowed: frozenset[str] | None) -> pb.ExecuteResponse:
-        """Answers one call; allowed=None means every served index."""
+    async def search(self, call: pb.SearchCall, request_id: str,
+                     caller: CallerPolicy = OPEN_POLICY) -> pb.ExecuteResponse:
+        """Answers one call on an index the caller may search."""
         settings = self.settings
         if not call.query.strip():
             raise InvalidRequest("search.query is empty")
@@ -156,7 +167,7 @@ class SearchExecutor:
         if call.top_k > settings.max_top_k:
             raise InvalidRequest(f"search.top_k {call.top_k} exceeds the server's maximum {settings.max_top_k}")
         k = call.top_k or settings.default_top_k
-        index = self._index_for(call.index or settings.default_index, allowed)
+        index = self._index_for(call.index or settings.default_index, caller)
         encoder = self._encoder_for(index)
         if encoder is None and index.manifest.documents <= settings.inline_max_docs:
             ranked, elapsed_us = self._query(index, call.query, k, None)
@@ -176,10 +187,10 @@ class SearchExecutor:
                                   truncated=any(len(hit.document.text) > limit for hit in ranked),
                                   search=pb.SearchResult(hits=hits))
 
-    def tool_spec(self, allowed: frozenset[str] | None) -> pb.ToolSpec:
+    def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
         """The search tool as the caller may use it: only its indexes are named."""
         settings = self.settings
-        names = [name for name in self.index_names() if allowed is None or name in allowed]
+        names = [name for name in self.index_names() if caller.indexes is None or name in caller.indexes]
         index_schema: dict = {"type": "string", "description": "The index to search."}
         if names:
             index_schema["enum"] = names
@@ -217,3 +228,19 @@ class SearchExecutor:
                 part += " [dense retrieval unavailable]"
             parts.append(part)
         return "; ".join(parts)
+
+
+async def build_search(context: BuildContext, stack: AsyncExitStack) -> SearchExecutor | None:
+    """The search executor over the served indexes, building the default index first when
+    it is missing; None (the tool unavailable, with the reason logged) when none loads."""
+    settings = context.settings.search
+    try:
+        if settings.build_default:
+            await asyncio.to_thread(ensure_default_index, settings)
+        search = await asyncio.to_thread(SearchExecutor.from_settings, settings)
+    except (OSError, ConfigError) as exc:
+        log.error("search tool unavailable: %s", exc)
+        return None
+    stack.callback(search.close)
+    log.info("search: %s", search.status())
+    return search

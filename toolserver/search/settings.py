@@ -10,6 +10,8 @@ import os
 import re
 from dataclasses import dataclass
 
+from toolserver.errors import ConfigError
+
 INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 MODES = ("bm25", "dense", "hybrid")
 
@@ -47,9 +49,6 @@ class SearchSettings:
     torch_threads: int = 1               # torch intra-op threads: on 2 shared cores, 2 threads is 7-15x slower
 
     def validate(self) -> None:
-        # Imported here: toolserver.config imports this module to hold [search].
-        from toolserver.config import ConfigError
-
         if not os.path.isabs(self.data_dir):
             raise ConfigError(f"search.data_dir must be an absolute path, got {self.data_dir!r}")
         for field in ("max_queue", "default_top_k", "max_top_k", "max_query_chars", "max_text_chars", "query_threads",

@@ -17,7 +17,6 @@ An OpenSession whose caller goes away while the kernel starts leaves nothing beh
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import re
 import secrets
@@ -30,7 +29,7 @@ import zmq
 import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 
-from sandbox.cgroups import MemoryCgroup, MemoryCgroups
+from sandbox.cgroups import MemoryCgroups, SlotCgroups
 from sandbox.hostside import UNIX_PATH_MAX, jail_view
 from sandbox.jail import Slot
 from sandbox.slots import kill_slot_processes, prepare_scratch
@@ -100,10 +99,8 @@ class OutputCap:
 
 class SessionManager:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_sessions: int, idle_timeout_s: int,
-                 start_timeout_s: float, max_message_text: int, cgroups: MemoryCgroups | None = None) -> None:
-        # The kernel caps its own address space once warm (sandbox/kernel.py).
-        self.spec = dataclasses.replace(spec, jail=dataclasses.replace(spec.jail, memory_mb=0),
-                                        start_timeout_s=start_timeout_s)
+                 max_message_text: int, cgroups: MemoryCgroups | None = None) -> None:
+        self.spec = spec  # toolserver.jails.kernel_spec
         self.free_slots = list(slots)
         self._releasing = 0                   # slots being cleaned after their session ended
         self._slot_returned = asyncio.Event()
@@ -116,8 +113,7 @@ class SessionManager:
         self._closed = False
         self._reaper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
-        self._cgroups = cgroups
-        self._slot_cgroups: dict[str, MemoryCgroup] = {}
+        self._slot_cgroups = SlotCgroups(cgroups)
         # One context for every client (a context of its own each would hold an I/O thread
         # and its descriptors); its sockets take no message larger than a capped one.
         self.context = zmq.asyncio.Context()
@@ -178,20 +174,13 @@ class SessionManager:
         self.sessions[session.session_id] = session
         return session
 
-    def _cgroup_of(self, slot: Slot) -> MemoryCgroup | None:
-        if self._cgroups is None:
-            return None
-        if slot.name not in self._slot_cgroups:
-            self._slot_cgroups[slot.name] = self._cgroups.for_slot(slot.name)
-        return self._slot_cgroups[slot.name]
-
     async def _start_kernel(self, slot: Slot, owner: str, memory_mb: int, profile: str) -> KernelSession:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, prepare_scratch, slot)
         connection = {**PORTS, "transport": "ipc", "key": secrets.token_hex(16),
                       "signature_scheme": "hmac-sha256", "kernel_name": ""}
         try:
-            cgroup = await loop.run_in_executor(None, self._cgroup_of, slot)
+            cgroup = await loop.run_in_executor(None, self._slot_cgroups.of, slot.name)
         except OSError as exc:
             raise Unavailable(f"session kernel did not start: no memory cgroup: {exc}") from exc
         kernel = KernelProcess(slot, cgroup)
@@ -456,8 +445,7 @@ class SessionManager:
             self._reaper.cancel()
         await asyncio.gather(*(self._kill(s) for s in list(self.sessions.values())), return_exceptions=True)
         await asyncio.gather(*list(self._background), return_exceptions=True)
-        for cgroup in self._slot_cgroups.values():
-            cgroup.remove()
+        self._slot_cgroups.remove_all()
         self.context.destroy(linger=0)
 
 

@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.cgroups import MemoryCgroup, MemoryCgroups
+from sandbox.calls import CallRequest
+from sandbox.cgroups import MemoryCgroups, SlotCgroups
 from sandbox.jail import Slot
 from sandbox.slots import kill_slot_processes, prepare_scratch
 from sandbox.worker import WorkerLost, Zygote, ZygoteSpec
@@ -49,8 +50,7 @@ class WorkerPool:
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
         self._workers: set[Zygote] = set()
-        self._cgroups = cgroups
-        self._slot_cgroups: dict[str, MemoryCgroup] = {}
+        self._slot_cgroups = SlotCgroups(cgroups)
         self.last_error = ""
 
     async def start(self) -> None:
@@ -67,7 +67,7 @@ class WorkerPool:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, kill_slot_processes, slot)  # what a crashed server left
         await loop.run_in_executor(None, prepare_scratch, slot)
-        worker = Zygote(self.spec, slot, self._cgroup_of(slot))
+        worker = Zygote(self.spec, slot, self._slot_cgroups.of(slot.name))
         try:
             await worker.start()
         except WorkerLost as exc:
@@ -79,14 +79,6 @@ class WorkerPool:
         self._workers.add(worker)
         self._idle.put_nowait(worker)
         return worker
-
-    def _cgroup_of(self, slot: Slot) -> MemoryCgroup | None:
-        """The slot's memory cgroup, kept for every worker the slot runs."""
-        if self._cgroups is None:
-            return None
-        if slot.name not in self._slot_cgroups:
-            self._slot_cgroups[slot.name] = self._cgroups.for_slot(slot.name)
-        return self._slot_cgroups[slot.name]
 
     async def _restart_slot(self, slot: Slot) -> None:
         delay = 0.1
@@ -116,7 +108,7 @@ class WorkerPool:
         return PoolStats(size=len(self._workers), idle=self._idle.qsize(), waiting=self._waiting,
                          restarts=self.restarts, calls=self.calls)
 
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def run(self, request: CallRequest) -> dict[str, Any]:
         """Runs one call on the next free worker and returns the zygote's reply; refuses
         at once (Exhausted) when max_queue calls already wait, from streams or not."""
         if self._closed:
@@ -136,15 +128,15 @@ class WorkerPool:
         turn = asyncio.get_running_loop().create_task(self._turn(worker, request))
         return await asyncio.shield(turn)
 
-    async def _turn(self, worker: Zygote, request: dict[str, Any]) -> dict[str, Any]:
+    async def _turn(self, worker: Zygote, request: CallRequest) -> dict[str, Any]:
         self.calls += 1
         started = time.monotonic()
         try:
-            reply = await worker.run(request, request["timeout_ms"] / 1000.0 + self.grace_s)
+            reply = await worker.run(request, request.limits.timeout_ms / 1000.0 + self.grace_s)
         except WorkerLost as exc:
-            log.warning("worker %s lost during call %s: %s", worker.slot.name, request.get("id"), exc)
+            log.warning("worker %s lost during call %s: %s", worker.slot.name, request.id, exc)
             self._spawn(self._replace(worker))
-            return crashed_reply(request, f"sandbox worker was lost: {exc}", time.monotonic() - started)
+            return crashed_reply(request.id, f"sandbox worker was lost: {exc}", time.monotonic() - started)
         if worker.calls >= self.recycle_after or self._closed:
             self._spawn(self._replace(worker))
         else:
@@ -157,10 +149,9 @@ class WorkerPool:
             task.cancel()
         await asyncio.gather(*(w.kill() for w in list(self._workers)), return_exceptions=True)
         self._workers.clear()
-        for cgroup in self._slot_cgroups.values():
-            cgroup.remove()
+        self._slot_cgroups.remove_all()
 
 
-def crashed_reply(request: dict[str, Any], error: str, elapsed_s: float) -> dict[str, Any]:
-    return {"id": request.get("id", ""), "outcome": "CRASHED", "stdout": "", "stderr": "", "value": "",
+def crashed_reply(request_id: str, error: str, elapsed_s: float) -> dict[str, Any]:
+    return {"id": request_id, "outcome": "CRASHED", "stdout": "", "stderr": "", "value": "",
             "error": error, "truncated": False, "exit_code": -1, "elapsed_us": int(elapsed_s * 1e6)}

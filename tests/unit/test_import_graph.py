@@ -1,0 +1,117 @@
+"""The layout's rules, read from the import graph of the project's own modules.
+
+Dependencies point one way: fronts -> dispatch and registry -> tools' wings -> sandbox;
+the sandbox imports nothing of the server or the trainer; no module reaches itself
+through its imports. Imports inside functions count as much as those at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("sandbox", "toolserver", "trainer")
+WINGS = ("toolserver.python", "toolserver.search", "toolserver.lean")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
+
+
+def imports_of(path: Path, known: dict[str, Path]) -> set[str]:
+    """The project modules path imports: `from a import b` names a.b when b is a module."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in known else node.module
+                     for alias in node.names]
+        else:
+            continue
+        found.update(name for name in names if name.split(".")[0] in PACKAGES)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = project_modules()
+    return {name: imports_of(path, known) for name, path in known.items()}
+
+
+def cycle_in(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a path that returns to its start, or None."""
+    done: set[str] = set()
+    path: list[str] = []
+    on_path: set[str] = set()
+
+    def visit(node: str) -> list[str] | None:
+        path.append(node)
+        on_path.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target in on_path:
+                return path[path.index(target):] + [target]
+            if target not in done and (found := visit(target)):
+                return found
+        on_path.discard(node)
+        path.pop()
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        if start not in done and (found := visit(start)):
+            return found
+    return None
+
+
+def under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph()
+
+
+def test_the_walk_sees_the_layers(graph):
+    assert "toolserver.registry" in graph["toolserver.fronts.grpc_service"] | graph["toolserver.dispatch"]
+    assert "toolserver.python.executor" in graph["toolserver.tools"]
+    assert "sandbox.worker" in graph["toolserver.python.pool"]
+
+
+def test_no_module_reaches_itself(graph):
+    assert cycle_in(graph) is None, " -> ".join(cycle_in(graph) or ())
+
+
+def test_the_cycle_finder_finds_one():
+    assert cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle_in({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_sandbox_imports_nothing_of_the_server_or_the_trainer(graph):
+    wrong = {(module, target) for module, targets in graph.items() if under(module, "sandbox")
+             for target in targets if not under(target, "sandbox")}
+    assert not wrong
+
+
+def test_fronts_and_the_dispatcher_know_no_tool_internals(graph):
+    callers = [module for module in graph if under(module, "toolserver.fronts") or module == "toolserver.dispatch"]
+    assert callers
+    wrong = {(module, target) for module in callers for target in graph[module]
+             if any(under(target, wing) for wing in WINGS)}
+    assert not wrong
+
+
+def test_wings_do_not_reach_into_each_other_or_the_fronts(graph):
+    for wing in WINGS:
+        for module in (m for m in graph if under(m, wing)):
+            others = {target for target in graph[module] if any(under(target, w) for w in WINGS if w != wing)
+                      or under(target, "toolserver.fronts") or target in ("toolserver.dispatch", "toolserver.tools")}
+            assert not others, (module, others)

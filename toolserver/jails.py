@@ -1,0 +1,84 @@
+"""How each kind of jailed process starts, derived from the settings in one place.
+
+Three kinds run untrusted code: the python workers (warm zygotes), the session kernels
+and the Lean REPLs. They share one firejail command line (`sandbox.jail.jail_command`)
+and differ only in what is derived here: a kernel caps its own address space once warm,
+a REPL has Lean's memory, process and file limits and start-up time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from sandbox.jail import JailPolicy
+from sandbox.worker import GuardPolicy, ZygoteSpec
+from toolserver.config import Settings
+from toolserver.lean.settings import LeanSettings
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class JailSpecs:
+    worker: ZygoteSpec  # python workers; also the self-test's, without the guard
+    kernel: ZygoteSpec  # session kernels
+    repl: ZygoteSpec    # Lean REPLs
+
+
+def project_paths() -> list[str]:
+    """What jails must not see of the project: the whole source tree when it runs from
+    a checkout, else (installed in site-packages, beside the modules calls import) only
+    its own packages. Workers get their code over their control pipe."""
+    if (PROJECT_ROOT / "pyproject.toml").exists():
+        return [str(PROJECT_ROOT)]
+    return [str(PROJECT_ROOT / package) for package in ("toolserver", "sandbox", "trainer")
+            if (PROJECT_ROOT / package).exists()]
+
+
+def zygote_spec(settings: Settings) -> ZygoteSpec:
+    """The python workers' jail, guard and interpreter."""
+    hidden = list(settings.sandbox.hidden_paths)
+    if not Path(settings.python.interpreter).resolve().is_relative_to(PROJECT_ROOT):
+        hidden += project_paths()
+    jail = JailPolicy(
+        firejail=settings.sandbox.firejail,
+        max_processes=settings.sandbox.jail_max_processes,
+        max_file_mb=settings.limits.max_file_mb,
+        max_open_files=settings.limits.max_open_files * 2,
+        memory_mb=settings.sandbox.jail_memory_mb,
+        # One megabyte more than a call may fill, so that the zygote sees a call reach
+        # its cap (and kills it) where the tmpfs would only refuse the next write.
+        home_mb=settings.limits.max_scratch_mb + 1,
+        home_files=settings.limits.max_scratch_files,
+        hidden_paths=tuple(hidden),
+    )
+    return ZygoteSpec(interpreter=settings.python.interpreter, preload=settings.python.preload, jail=jail,
+                      huge_pages=settings.python.huge_pages,
+                      guard=GuardPolicy({name: settings.python.allow_list(name)
+                                         for name in settings.python.import_profiles},
+                                        settings.python.denied_imports)
+                      if settings.python.import_guard else None,
+                      insecure_no_sandbox=settings.sandbox.insecure_no_sandbox,
+                      start_timeout_s=settings.python.start_timeout_s)
+
+
+def kernel_spec(worker: ZygoteSpec, start_timeout_s: float) -> ZygoteSpec:
+    """A session kernel's: the workers' jail without an address-space cap, which the
+    kernel sets on itself once warm (sandbox/kernel.py)."""
+    return dataclasses.replace(worker, jail=dataclasses.replace(worker.jail, memory_mb=0),
+                               start_timeout_s=start_timeout_s)
+
+
+def repl_spec(worker: ZygoteSpec, lean: LeanSettings) -> ZygoteSpec:
+    """A Lean REPL's: the workers' jail with Lean's memory, process and file limits."""
+    jail = dataclasses.replace(worker.jail, memory_mb=lean.memory_mb, max_processes=lean.max_processes,
+                               max_open_files=lean.max_open_files)
+    return dataclasses.replace(worker, jail=jail, start_timeout_s=lean.start_timeout_s)
+
+
+def jail_specs(settings: Settings) -> JailSpecs:
+    worker = zygote_spec(settings)
+    return JailSpecs(worker=worker, kernel=kernel_spec(worker, settings.sessions.start_timeout_s),
+                     repl=repl_spec(worker, settings.lean))

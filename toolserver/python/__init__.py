@@ -1,0 +1,1 @@
+"""The python tool: jailed warm zygotes for stateless calls, Jupyter kernels for sessions."""

@@ -1,0 +1,177 @@
+"""The python tool: a PythonCall and its Limits in, an ExecuteResponse out.
+
+It caps the caller's limits by the server's, hands a stateless call to the worker pool
+and a session's call to its kernel, and turns the reply into the contract's message. It
+knows nothing of gRPC status.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import Any
+
+from sandbox.calls import CallLimits, CallRequest
+from sandbox.selftest import GUARD_PROBE, judge_guard, probe_request
+from sandbox.worker import WorkerLost
+from toolserver.config import Settings
+from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
+from toolserver.policy import OPEN_POLICY, CallerPolicy
+from toolserver.python.pool import WorkerPool
+from toolserver.python.schema import python_call_from_json, python_tool_spec
+from toolserver.python.sessions import SessionManager
+from toolserver.registry import BuildContext, Tool
+from toolserver.state import ServerState
+from toolserver.text import valid_text
+from toolserver.v1 import toolserver_pb2 as pb
+
+OUTCOMES = {name: pb.Outcome.Value(name) for name in
+            ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "DENIED", "CRASHED", "INVALID")}
+
+
+def effective_limits(requested: pb.Limits, settings: Settings, caller: CallerPolicy = OPEN_POLICY) -> CallLimits:
+    """Each limit: the request's value, or the default when 0, never above the server's
+    cap nor the caller's. Asking explicitly for more than the caller's policy grants is
+    refused (PermissionDenied); above the server's cap the value is capped."""
+    caller.check_limits({"timeout_ms": requested.timeout_ms, "memory_mb": requested.memory_mb,
+                         "max_output_bytes": requested.max_output_bytes})
+    caps, defaults, mine = settings.limits, settings.defaults, caller.caps()
+
+    def pick(name: str, asked: int) -> int:
+        value = min(asked or getattr(defaults, name), getattr(caps, name))
+        return min(value, mine[name]) if mine[name] else value
+
+    return CallLimits(
+        timeout_ms=pick("timeout_ms", requested.timeout_ms),
+        memory_mb=pick("memory_mb", requested.memory_mb),
+        max_output_bytes=pick("max_output_bytes", requested.max_output_bytes),
+        max_processes=caps.max_processes,
+        max_file_mb=caps.max_file_mb,
+        max_open_files=caps.max_open_files,
+        max_scratch_mb=caps.max_scratch_mb,
+    )
+
+
+def session_memory_mb(requested: pb.Limits, settings: Settings, caller: CallerPolicy = OPEN_POLICY) -> int:
+    """A new session's memory: what OpenSession asked for, else sessions.memory_mb, never
+    above it nor the caller's max_memory_mb (asking for more than that is refused)."""
+    caller.check_limits({"memory_mb": requested.memory_mb})
+    value = min(requested.memory_mb or settings.sessions.memory_mb, settings.sessions.memory_mb)
+    return min(value, caller.max_memory_mb) if caller.max_memory_mb else value
+
+
+def response_from_reply(request_id: str, reply: dict[str, Any]) -> pb.ExecuteResponse:
+    return pb.ExecuteResponse(
+        request_id=request_id,
+        outcome=OUTCOMES.get(str(reply.get("outcome")), pb.CRASHED),
+        stdout=valid_text(str(reply.get("stdout", ""))),
+        stderr=valid_text(str(reply.get("stderr", ""))),
+        error=valid_text(str(reply.get("error", ""))),
+        truncated=bool(reply.get("truncated", False)),
+        elapsed_us=max(0, int(reply.get("elapsed_us", 0))),
+        python=pb.PythonResult(value=valid_text(str(reply.get("value", ""))), exit_code=int(reply.get("exit_code", 0))),
+    )
+
+
+class PythonExecutor(Tool):
+    name = "python"
+
+    def __init__(self, settings: Settings, pool: WorkerPool | None, sessions: SessionManager | None) -> None:
+        self.settings = settings
+        self.pool = pool
+        self.sessions = sessions
+
+    @property
+    def available(self) -> bool:
+        return self.pool is not None
+
+    def status(self) -> str:
+        if self.pool is None:
+            return "no worker pool"
+        stats = self.pool.stats()
+        return (f"{stats.size} workers, {stats.idle} idle, {stats.waiting} waiting, "
+                f"{stats.restarts} restarts, {stats.calls} calls")
+
+    @staticmethod
+    def call_from_json(arguments: str) -> pb.PythonCall:
+        return python_call_from_json(arguments)
+
+    def import_profile(self, caller: CallerPolicy) -> str:
+        return caller.import_profile or self.settings.python.import_profile
+
+    def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
+        profile = self.import_profile(caller)
+        python = self.settings.python
+        return python_tool_spec(profile, python.allow_list(profile) if python.import_guard else None,
+                                python.denied_imports)
+
+    def grant(self, limits: pb.Limits, caller: CallerPolicy) -> CallLimits:
+        return effective_limits(limits, self.settings, caller)
+
+    async def open_session(self, limits: pb.Limits, caller: CallerPolicy = OPEN_POLICY) -> pb.Session:
+        session = await self.session_manager().open(caller.name, caller.max_sessions,
+                                                    session_memory_mb(limits, self.settings, caller),
+                                                    self.import_profile(caller))
+        return pb.Session(session_id=session.session_id, idle_timeout_s=session.idle_timeout_s)
+
+    async def close_session(self, session_id: str, caller: CallerPolicy = OPEN_POLICY) -> None:
+        await self.session_manager().close(session_id, caller.name)
+
+    def session_manager(self) -> SessionManager:
+        if self.sessions is None:
+            raise ToolUnavailable("stateful sessions are not enabled on this server")
+        return self.sessions
+
+    async def run(self, call: pb.PythonCall, limits: pb.Limits, request_id: str,
+                  caller: CallerPolicy = OPEN_POLICY) -> pb.ExecuteResponse:
+        if not call.code.strip():
+            raise InvalidRequest("python.code is empty")
+        granted = self.grant(limits, caller)
+        if call.session_id:
+            reply = await self.session_manager().execute(call.session_id, caller.name, call.code, call.stdin,
+                                                         granted.timeout_ms, granted.max_output_bytes)
+            return response_from_reply(request_id, reply)
+        if self.pool is None:
+            raise Unavailable("no python worker pool: the sandbox is not proven safe")
+        reply = await self.pool.run(CallRequest(request_id, call.code, granted, stdin=call.stdin,
+                                                profile=self.import_profile(caller)))
+        return response_from_reply(request_id, reply)
+
+
+async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonExecutor:
+    """The python tool: a started worker pool and session manager once the sandbox is
+    proven, else one that refuses calls (the state says why)."""
+    settings, state = context.settings, context.state
+    worker_slots = context.slots.take(settings.python.workers)
+    session_slots = context.slots.take(settings.sessions.max_sessions)
+    if not state.serving:
+        return PythonExecutor(settings, None, None)
+    pool = WorkerPool(context.jails.worker, worker_slots, max_queue=settings.python.max_queue,
+                      grace_s=settings.python.worker_grace_s, recycle_after=settings.python.recycle_after,
+                      cgroups=context.cgroups)
+    stack.push_async_callback(pool.close)
+    try:
+        await pool.start()
+        if context.jails.worker.guard is not None:
+            await verify_guard(pool, state, settings.python.import_profile)
+    except WorkerLost as exc:
+        state.refuse(f"no python worker could start: {exc}")
+    if not state.serving:
+        return PythonExecutor(settings, None, None)
+    sessions = None
+    if session_slots:
+        sessions = SessionManager(context.jails.kernel, session_slots, max_sessions=settings.sessions.max_sessions,
+                                  idle_timeout_s=settings.sessions.idle_timeout_s,
+                                  max_message_text=settings.limits.max_output_bytes, cgroups=context.cgroups)
+        stack.push_async_callback(sessions.shutdown)
+        sessions.start()
+    context.metrics.watch_pool(pool, sessions)
+    return PythonExecutor(settings, pool, sessions)
+
+
+async def verify_guard(pool: WorkerPool, state: ServerState, profile: str) -> None:
+    """Proves on a real worker that the configured guard refuses a denied import; a guard
+    that is configured but does not work stops the server from serving."""
+    check = judge_guard(await pool.run(probe_request("guard", GUARD_PROBE, profile)))
+    state.checks.append(check)
+    if not check.ok:
+        state.refuse(f"sandbox self-test failed: {check.name} ({check.detail})")

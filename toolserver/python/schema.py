@@ -1,0 +1,40 @@
+"""The python tool's schema as callers see it, and parsing of its JSON arguments."""
+
+from __future__ import annotations
+
+import json
+
+from toolserver.arguments import json_arguments
+from toolserver.v1 import toolserver_pb2 as pb
+
+PYTHON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string", "description": "Python 3 source. The repr of a last bare expression is returned as the value."},
+        "stdin": {"type": "string", "description": "Text fed to the program's standard input."},
+        "session_id": {"type": "string", "description": "A session from OpenSession: variables and imports persist between its calls. Empty: a fresh interpreter."},
+    },
+    "required": ["code"],
+    "additionalProperties": False,
+}
+
+PYTHON_DESCRIPTION = ("Run Python 3 code in an isolated sandbox with sympy, numpy and mpmath pre-imported "
+                      "for use. Nothing persists between calls unless a session_id is given. Returns stdout, "
+                      "stderr and the value of the last expression.")
+
+def python_tool_spec(profile: str, allowed: tuple[str, ...] | None, denied: tuple[str, ...]) -> pb.ToolSpec:
+    """The python tool as a caller with this import profile sees it."""
+    if allowed is None:
+        imports = (f"Imports (profile {profile!r}): the whole standard library and the installed packages, "
+                   f"except {', '.join(denied)}; network access and new processes are refused.")
+    else:
+        imports = f"Imports (profile {profile!r}): only {', '.join(sorted(allowed))}."
+    return pb.ToolSpec(name="python", description=f"{PYTHON_DESCRIPTION} {imports}",
+                       parameters=json.dumps(PYTHON_SCHEMA))
+
+
+def python_call_from_json(arguments: str) -> pb.PythonCall:
+    """Parses JsonCall arguments for the python tool; raises InvalidRequest."""
+    values = json_arguments(arguments, "python", dict.fromkeys(PYTHON_SCHEMA["properties"], str), "code")
+    return pb.PythonCall(code=values["code"], stdin=values.get("stdin", ""), session_id=values.get("session_id", ""))
+
