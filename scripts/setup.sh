@@ -2,13 +2,13 @@
 # Sets up everything the server needs on a Debian machine; safe to run again.
 #   - Debian packages: firejail, openssl (the TLS tests make certificates), python3-venv
 #   - a virtual environment outside /root (the jail hides /root), with the package and
-#     the extras in $TOOLSERVER_EXTRAS (default: dev; the tests add dense and trainer)
+#     the extras in $TOOLSERVER_EXTRAS (default: dev,http; the tests add mcp, dense, trainer and hf)
 #   - the sandbox slot users (root only) and the default search index
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TOOLSERVER_VENV:-/opt/toolserver/venv}"
-EXTRAS="${TOOLSERVER_EXTRAS:-dev}"
+EXTRAS="${TOOLSERVER_EXTRAS:-dev,http}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
 

@@ -1,4 +1,4 @@
-"""The `toolserver` command: serve, call, tools, info, bench, index, token, setup-sandbox."""
+"""The `toolserver` command: serve, call, tools, info, bench, mcp, index, token, setup-sandbox."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int)
     serve.add_argument("--config", help="TOML file overriding the embedded defaults")
     serve.add_argument("--workers", type=int, help="warm python workers")
+    serve.add_argument("--http-port", type=int,
+                       help="serve the HTTP fronts (SandboxFusion, code-judge, Search-R1 APIs) on this port")
     serve.add_argument("--advertise", help="host:port other machines reach this replica at (sessions pin to it)")
     serve.add_argument("--allow-open-bind", action="store_true",
                        help="listen beyond loopback with no caller tokens and no mutual TLS")
@@ -30,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text in (("call", "run one tool call and print the result"),
                             ("tools", "list the tools and their JSON schemas"),
                             ("info", "print the server's health details"),
-                            ("bench", "load-test a server against the fresh-process baseline")):
+                            ("bench", "load-test a server against the fresh-process baseline"),
+                            ("mcp", "serve the tools over MCP on stdio, forwarding to --target")):
         command = sub.add_parser(name, help=help_text)
         command.add_argument("--target", default="127.0.0.1:50051")
         command.add_argument("--token", default=os.environ.get("TOOLSERVER_TOKEN"),
@@ -77,6 +80,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         overrides["server.port"] = args.port
     if args.workers:
         overrides["python.workers"] = args.workers
+    if args.http_port is not None:
+        overrides["http.port"] = args.http_port
     if args.insecure_no_sandbox:
         overrides["sandbox.insecure_no_sandbox"] = True
     if args.allow_open_bind:
@@ -183,8 +188,18 @@ def cmd_setup_sandbox(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from toolserver.fronts.mcp import serve_stdio
+    except ImportError as exc:
+        print(f"the MCP front is not installed ({exc.name}): pip install 'toolserver[mcp]'", file=sys.stderr)
+        return 2
+    asyncio.run(serve_stdio(args.target, **client_args(args)))
+    return 0
+
+
 COMMANDS = {"serve": cmd_serve, "call": cmd_call, "tools": cmd_tools, "info": cmd_info,
-            "bench": cmd_bench, "token": cmd_token, "index": cmd_index, "setup-sandbox": cmd_setup_sandbox}
+            "bench": cmd_bench, "mcp": cmd_mcp, "token": cmd_token, "index": cmd_index, "setup-sandbox": cmd_setup_sandbox}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -168,6 +168,12 @@ class ServerSettings:
 
 
 @dataclass(frozen=True)
+class HttpSettings:
+    port: int = 0                     # the HTTP fronts (SandboxFusion's /run_code); 0: off
+    host: str = "127.0.0.1"           # beyond loopback: tokens or --allow-open-bind, as for gRPC
+
+
+@dataclass(frozen=True)
 class MetricsSettings:
     enabled: bool = True              # Prometheus metrics over HTTP (toolserver/metrics.py)
     host: str = "127.0.0.1"           # scrapers beyond loopback: set the pod or host address
@@ -187,6 +193,7 @@ class AuthSettings:
 class Settings:
     server: ServerSettings = field(default_factory=ServerSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
+    http: HttpSettings = field(default_factory=HttpSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
     search: SearchSettings = field(default_factory=SearchSettings)
     lean: LeanSettings = field(default_factory=LeanSettings)
@@ -221,6 +228,8 @@ class Settings:
                 raise ConfigError(f"{name} must be positive, got {value}")
         if not 0 <= self.metrics.port <= 65535:
             raise ConfigError(f"metrics.port must be 0-65535 (0: any free port), got {self.metrics.port}")
+        if not 0 <= self.http.port <= 65535:
+            raise ConfigError(f"http.port must be 0-65535 (0: no HTTP fronts), got {self.http.port}")
         if self.server.port > 65535:
             raise ConfigError(f"server.port must be at most 65535, got {self.server.port}")
         if self.sessions.max_sessions < 0:

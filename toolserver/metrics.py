@@ -24,6 +24,8 @@ class ServerMetrics:
                                  ["tool"], buckets=LATENCY_BUCKETS, registry=self.registry)
         self.rejected = Counter("toolserver_rejected_calls", "Calls refused before running, by gRPC status",
                                 ["reason"], registry=self.registry)
+        self.front_requests = Counter("toolserver_front_requests", "HTTP front requests, by front and HTTP status",
+                                      ["front", "status"], registry=self.registry)
         self.inflight = Gauge("toolserver_calls_in_flight", "Calls being answered now", registry=self.registry)
 
     def sample(self, name: str, documentation: str, read: Callable[[], float]) -> None:

@@ -36,6 +36,7 @@ from toolserver.config import read_toml
 from toolserver.contract import TOOL_NAMES as TOOLS
 from toolserver.errors import ConfigError, PermissionDenied, Unauthenticated
 from toolserver.lean.header import HeaderError, parse_header
+from toolserver.v1 import toolserver_pb2 as pb
 HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 POLICY_KEYS = {"token_sha256", "tools", "indexes", "lean_headers", "max_timeout_ms", "max_lean_timeout_ms", "max_memory_mb",
                "max_output_bytes", "max_inflight", "max_sessions", "import_profile"}
@@ -69,15 +70,17 @@ class CallerPolicy:
             raise PermissionDenied(f"lean header {key or '(no imports)'!r} is not allowed for caller {self.name!r}")
 
     def caps(self) -> dict[str, int]:
-        """The policy's maxima by limit name (0: the server's cap applies)."""
+        """The policy's maxima by the name of the request limit they cap (the fields of
+        the contract's Limits; 0: the server's cap applies)."""
         return {"timeout_ms": self.max_timeout_ms, "memory_mb": self.max_memory_mb,
                 "max_output_bytes": self.max_output_bytes}
 
-    def check_limits(self, asked: dict[str, int]) -> None:
+    def check_limits(self, asked: pb.Limits) -> None:
         """Refuses a request that explicitly asks for more than this caller's policy grants."""
         for name, cap in self.caps().items():
-            if cap and asked.get(name, 0) > cap:
-                raise PermissionDenied(f"limits.{name} {asked[name]} exceeds caller {self.name!r}'s maximum of {cap}")
+            value = getattr(asked, name)
+            if cap and value > cap:
+                raise PermissionDenied(f"limits.{name} {value} exceeds caller {self.name!r}'s maximum of {cap}")
 
 
     def lean_timeout_ms(self, asked: int, default_ms: int) -> int:

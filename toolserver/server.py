@@ -33,9 +33,10 @@ from toolserver.dispatch import Dispatcher
 from toolserver.errors import ConfigError
 from toolserver.fronts.grpc_service import ToolServerService
 from toolserver.fronts.grpc_transport import AuthInterceptor, add_to_server, server_credentials
+from toolserver.fronts.http import start_http
 from toolserver.jails import jail_specs
 from toolserver.metrics import ServerMetrics
-from toolserver.policy import Policies, load_policies, validate_against_settings
+from toolserver.policy import OPEN_POLICY, Policies, load_policies, validate_against_settings
 from toolserver.registry import BuildContext, SlotSupply
 from toolserver.state import ServerState
 from toolserver.tools import build_tools
@@ -98,14 +99,17 @@ LOOPBACK_HOSTS = ("127.0.0.1", "::1", "[::1]", "localhost")
 def load_caller_policies(settings: Settings) -> Policies:
     """The validated policies; refuses an open server beyond loopback. Raises ConfigError."""
     policies = load_policies(settings.auth.policy_file or None)
-    validate_against_settings(policies, {"timeout_ms": settings.limits.timeout_ms,
-                                         "memory_mb": settings.limits.memory_mb,
-                                         "max_output_bytes": settings.limits.max_output_bytes},
+    validate_against_settings(policies, {name: getattr(settings.limits, name) for name in OPEN_POLICY.caps()},
                               settings.lean.max_timeout_ms, settings.python.import_profiles)
     authenticated = not policies.open or bool(settings.server.tls_client_ca)
     if settings.server.host not in LOOPBACK_HOSTS and not authenticated and not settings.auth.allow_open_bind:
         raise ConfigError(f"refusing to listen on {settings.server.host} with no caller tokens "
                           "(auth.policy_file) and no mutual TLS (server.tls_client_ca): anyone reaching "
+                          "the port could run code. Pass --allow-open-bind to do it anyway.")
+    if (settings.http.port and settings.http.host not in LOOPBACK_HOSTS and policies.open
+            and not settings.auth.allow_open_bind):
+        raise ConfigError(f"refusing to serve HTTP on {settings.http.host} with no caller tokens "
+                          "(auth.policy_file; the HTTP fronts have no TLS of their own): anyone reaching "
                           "the port could run code. Pass --allow-open-bind to do it anyway.")
     return policies
 
@@ -156,6 +160,8 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
         log.warning("caller tokens travel in plaintext on %s: configure server.tls_cert", settings.server.host)
     async with AsyncExitStack() as stack:
         dispatcher = await build_house(settings, stack)
+        if settings.http.port:
+            await start_http(settings, dispatcher, policies, stack)
         await serve_grpc(settings, dispatcher, policies, credentials, ready=ready, bound_port=bound_port)
     log.info("stopped")
 

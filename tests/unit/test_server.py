@@ -1,8 +1,11 @@
 from pathlib import Path
 
+import pytest
+
 from toolserver.config import load_settings
+from toolserver.errors import ConfigError
 from toolserver.jails import project_paths, zygote_spec
-from toolserver.server import advertised_address
+from toolserver.server import advertised_address, load_caller_policies
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -18,3 +21,10 @@ def test_advertised_address_prefers_the_configured_one():
     host, _, port = advertised_address(load_settings(**{"server.host": "0.0.0.0",
                                                         "auth.allow_open_bind": True}), 5555).rpartition(":")
     assert port == "5555" and host not in ("0.0.0.0", "")
+
+
+def test_an_open_http_front_beyond_loopback_is_refused():
+    with pytest.raises(ConfigError, match="refusing to serve HTTP on 0.0.0.0"):
+        load_caller_policies(load_settings(**{"http.port": 8080, "http.host": "0.0.0.0"}))
+    load_caller_policies(load_settings(**{"http.port": 8080}))  # loopback: fine
+    load_caller_policies(load_settings(**{"http.port": 8080, "http.host": "0.0.0.0", "auth.allow_open_bind": True}))

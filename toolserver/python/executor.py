@@ -32,18 +32,15 @@ def effective_limits(requested: pb.Limits, settings: Settings, caller: CallerPol
     """Each limit: the request's value, or the default when 0, never above the server's
     cap nor the caller's. Asking explicitly for more than the caller's policy grants is
     refused (PermissionDenied); above the server's cap the value is capped."""
-    caller.check_limits({"timeout_ms": requested.timeout_ms, "memory_mb": requested.memory_mb,
-                         "max_output_bytes": requested.max_output_bytes})
-    caps, defaults, mine = settings.limits, settings.defaults, caller.caps()
+    caller.check_limits(requested)
+    caps, defaults = settings.limits, settings.defaults
 
-    def pick(name: str, asked: int) -> int:
-        value = min(asked or getattr(defaults, name), getattr(caps, name))
-        return min(value, mine[name]) if mine[name] else value
+    def pick(name: str, mine: int) -> int:
+        value = min(getattr(requested, name) or getattr(defaults, name), getattr(caps, name))
+        return min(value, mine) if mine else value
 
     return CallLimits(
-        timeout_ms=pick("timeout_ms", requested.timeout_ms),
-        memory_mb=pick("memory_mb", requested.memory_mb),
-        max_output_bytes=pick("max_output_bytes", requested.max_output_bytes),
+        **{name: pick(name, mine) for name, mine in caller.caps().items()},
         max_processes=caps.max_processes,
         max_file_mb=caps.max_file_mb,
         max_open_files=caps.max_open_files,
@@ -54,7 +51,7 @@ def effective_limits(requested: pb.Limits, settings: Settings, caller: CallerPol
 def session_memory_mb(requested: pb.Limits, settings: Settings, caller: CallerPolicy = OPEN_POLICY) -> int:
     """A new session's memory: what OpenSession asked for, else sessions.memory_mb, never
     above it nor the caller's max_memory_mb (asking for more than that is refused)."""
-    caller.check_limits({"memory_mb": requested.memory_mb})
+    caller.check_limits(pb.Limits(memory_mb=requested.memory_mb))  # a session's calls ask their own time
     value = min(requested.memory_mb or settings.sessions.memory_mb, settings.sessions.memory_mb)
     return min(value, caller.max_memory_mb) if caller.max_memory_mb else value
 

@@ -1,0 +1,40 @@
+"""code-judge's submission and result shapes, translated to and from the contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolserver.errors import Exhausted, InvalidRequest
+from toolserver.fronts.code_judge import refused, result, same_output, submission
+from toolserver.v1 import toolserver_pb2 as pb
+
+
+def test_a_submission_becomes_a_python_call():
+    sub_id, call, expected = submission({"sub_id": "s1", "type": "python", "solution": "print(input())",
+                                         "input": "7\n", "expected_output": "7"}, "item")
+    assert (sub_id, call, expected) == ("s1", pb.PythonCall(code="print(input())", stdin="7\n"), "7")
+    assert submission({"solution": "1"}, "item")[0]  # an id is made when none is sent
+
+
+@pytest.mark.parametrize("item, message", [({"type": "cpp", "solution": ""}, "not supported"),
+                                           ({"solution": 3}, "item.solution must be a string"),
+                                           ({}, "solution is required"), ([], "JSON object")])
+def test_bad_submissions_name_the_field(item, message):
+    with pytest.raises(InvalidRequest, match=message):
+        submission(item, "item")
+
+
+def test_outputs_compare_like_code_judge():
+    assert same_output("9\n", "9") and same_output("a  \nb\n\n", "a\nb")
+    assert not same_output("9\n", "8") and not same_output("a\nb", "ab")
+
+
+def test_results_carry_run_success_success_and_reason():
+    ok = result("a", pb.ExecuteResponse(outcome=pb.OK, stdout="9\n", elapsed_us=2_000_000), "9")
+    assert ok["run_success"] and ok["success"] and ok["cost"] == 2.0 and ok["reason"] == ""
+    wrong = result("b", pb.ExecuteResponse(outcome=pb.OK, stdout="8\n"), "9")
+    assert wrong["run_success"] and not wrong["success"]
+    slow = result("c", pb.ExecuteResponse(outcome=pb.TIMEOUT, error="wall time limit of 5000 ms exceeded"), None)
+    assert slow["reason"] == "worker_timeout" and "wall time" in slow["stderr"]
+    assert result("d", pb.ExecuteResponse(outcome=pb.CRASHED), None)["reason"] == "internal_error"
+    assert refused("e", Exhausted("python queue is full"))["reason"] == "queue_timeout"

@@ -1,0 +1,52 @@
+"""SandboxFusion's request and response shapes, translated to and from the contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolserver.errors import InvalidRequest
+from toolserver.fronts.sandbox_fusion import answer, run_code_request
+from toolserver.v1 import toolserver_pb2 as pb
+
+
+def test_a_request_becomes_a_python_call_with_its_limits():
+    call, language, within_s = run_code_request({"code": "print(1)", "stdin": "x", "run_timeout": 2.5,
+                                                 "compile_timeout": 1, "memory_limit_MB": 512})
+    assert call.python == pb.PythonCall(code="print(1)", stdin="x")
+    assert call.limits == pb.Limits(timeout_ms=2500, memory_mb=512)
+    assert language == "python" and within_s == 13.5
+
+
+def test_nulls_and_defaults_are_sandbox_fusions():
+    call, _, within_s = run_code_request({"code": "1", "stdin": None, "memory_limit_MB": -1, "language": "python"})
+    assert call.limits == pb.Limits(timeout_ms=10_000) and call.python.stdin == "" and within_s == 30
+
+
+@pytest.mark.parametrize("body", [{"code": 1}, {"code": "1", "stdin": 3}, {"code": "1", "run_timeout": True},
+                                  {"code": "1", "fetch_files": ["out.txt"]}, "print(1)"])
+def test_malformed_requests_are_invalid(body):
+    with pytest.raises(InvalidRequest):
+        run_code_request(body)
+
+
+def response(outcome: int, **fields) -> pb.ExecuteResponse:
+    return pb.ExecuteResponse(outcome=outcome, elapsed_us=1500, **fields)
+
+
+def test_outcomes_map_to_sandbox_fusions_statuses():
+    ok = answer(response(pb.OK, stdout="2\n"))
+    assert ok["status"] == "Success" and ok["compile_result"] is None
+    assert ok["run_result"] == {"status": "Finished", "execution_time": 0.0015, "return_code": 0,
+                                "stdout": "2\n", "stderr": ""}
+    error = answer(response(pb.ERROR, stderr="Traceback", python=pb.PythonResult(exit_code=1)))
+    assert error["status"] == "Failed" and error["run_result"]["return_code"] == 1
+    timeout = answer(response(pb.TIMEOUT, stdout="partial", error="wall time limit of 1000 ms exceeded"))
+    assert timeout["run_result"]["status"] == "TimeLimitExceeded" and timeout["run_result"]["return_code"] is None
+    assert timeout["run_result"]["stdout"] == "partial"
+    memory = answer(response(pb.MEMORY_LIMIT, error="memory limit of 128 MB exceeded"))
+    assert memory["status"] == "Failed" and "memory limit" in memory["run_result"]["stderr"]
+    assert answer(response(pb.CRASHED, error="sandbox worker was lost"))["status"] == "SandboxError"
+
+
+def test_truncation_is_said():
+    assert "truncated" in answer(response(pb.OK, stdout="x", truncated=True))["message"]

@@ -1,0 +1,141 @@
+"""The code-judge-compatible front: what rStar2-Agent's tool and math reward send.
+
+`POST /run` and `/judge` take one submission (`type`, `solution`, `input`,
+`expected_output`); `/run/batch`, `/run/long-batch` and their `/judge` twins take
+`{"submissions": [...]}` and run them all at once through the dispatcher, answering in
+order. Per item: `run_success` (the program exited 0 in time), `success` (for /run the
+same; for /judge also its output equals `expected_output`), `stdout`, `stderr`, `cost`
+(seconds) and `reason`: "" or `worker_timeout`, `queue_timeout` (refused by
+backpressure: resend exactly those), `internal_error`. Unlike code-judge, output cut at
+the server's cap says so (`truncated`). `GET /ping` and `GET /status` answer as it does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.routing import Route
+
+from toolserver.config import Settings
+from toolserver.dispatch import Dispatcher
+from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable
+from toolserver.fronts.http_json import counted_reply, read_json, status_for
+from toolserver.policy import CallerPolicy, Policies
+from toolserver.text import valid_text
+from toolserver.v1 import toolserver_pb2 as pb
+
+FRONT = "code_judge"
+MAX_BATCH = 4096  # submissions in one batch request
+HTTP_STATUS = {Unauthenticated: 401, PermissionDenied: 403, InvalidRequest: 400}
+
+
+def submission(item: Any, where: str) -> tuple[str, pb.PythonCall, str | None]:
+    """A submission's id, call and expected output; InvalidRequest names what is wrong."""
+    if not isinstance(item, dict):
+        raise InvalidRequest(f"{where} must be a JSON object")
+    language = item.get("type", "python")
+    if language != "python":
+        raise InvalidRequest(f"{where}.type {language!r} is not supported here: only python")
+    values = {}
+    for name in ("solution", "input", "expected_output", "sub_id"):
+        value = item.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InvalidRequest(f"{where}.{name} must be a string")
+        values[name] = value
+    if values["solution"] is None:
+        raise InvalidRequest(f"{where}.solution is required")
+    return (values["sub_id"] or uuid.uuid4().hex, pb.PythonCall(code=values["solution"], stdin=values["input"] or ""),
+            values["expected_output"])
+
+
+def same_output(stdout: str, expected: str) -> bool:
+    """code-judge's comparison: equal once trailing whitespace of each line and the end is dropped."""
+    def lines(text: str) -> list[str]:
+        return [line.rstrip() for line in text.rstrip().splitlines()]
+    return lines(stdout) == lines(expected)
+
+
+def result(sub_id: str, response: pb.ExecuteResponse, expected: str | None) -> dict[str, Any]:
+    ran = response.outcome == pb.OK
+    reason = {pb.TIMEOUT: "worker_timeout", pb.CRASHED: "internal_error"}.get(response.outcome, "")
+    stderr = response.stderr
+    if not ran and response.error and response.error not in stderr:
+        stderr = f"{stderr}{'' if not stderr or stderr.endswith(chr(10)) else chr(10)}{response.error}\n"
+    return {"sub_id": sub_id, "run_success": ran, "success": ran and (expected is None or
+                                                                      same_output(response.stdout, expected)),
+            "cost": response.elapsed_us / 1e6, "reason": reason, "stdout": response.stdout, "stderr": stderr,
+            "truncated": response.truncated}
+
+
+def refused(sub_id: str, error: RequestError) -> dict[str, Any]:
+    reason = "queue_timeout" if isinstance(error, (Exhausted, Unavailable)) else "internal_error"
+    return {"sub_id": sub_id, "run_success": False, "success": False, "cost": 0.0, "reason": reason,
+            "stdout": "", "stderr": valid_text(str(error)), "truncated": False}
+
+
+class CodeJudgeFront:
+    def __init__(self, dispatcher: Dispatcher, policies: Policies, settings: Settings) -> None:
+        self.dispatcher = dispatcher
+        self.policies = policies
+        self.workers = settings.python.workers
+
+    def routes(self) -> list[Route]:
+        routes = [Route("/ping", self.ping, methods=["GET"]), Route("/status", self.status, methods=["GET"])]
+        for verb in ("run", "judge"):
+            judged = verb == "judge"
+            routes.append(Route(f"/{verb}", self.single(judged), methods=["POST"]))
+            for kind in ("batch", "long-batch"):
+                routes.append(Route(f"/{verb}/{kind}", self.batch(judged), methods=["POST"]))
+        return routes
+
+    async def ping(self, request: Request) -> PlainTextResponse:
+        return PlainTextResponse("pong")
+
+    async def status(self, request: Request) -> JSONResponse:
+        return self.reply(200, {"queue": self.dispatcher.state.inflight, "num_workers": self.workers})
+
+    def single(self, judged: bool):
+        async def endpoint(request: Request) -> JSONResponse:
+            try:
+                caller, body = await read_json(request, self.policies)
+                sub_id, call, expected = submission(body, "the submission")
+            except RequestError as exc:
+                return self.refusal(exc)
+            return self.reply(200, await self.run(sub_id, call, expected if judged else None, caller))
+        return endpoint
+
+    def batch(self, judged: bool):
+        async def endpoint(request: Request) -> JSONResponse:
+            try:
+                caller, body = await read_json(request, self.policies)
+                if not isinstance(body, dict) or not isinstance(body.get("submissions"), list):
+                    raise InvalidRequest("the body must be {\"submissions\": [...]}")
+                items = body["submissions"]
+                if len(items) > MAX_BATCH:
+                    raise InvalidRequest(f"a batch holds at most {MAX_BATCH} submissions, got {len(items)}")
+                parsed = [submission(item, f"submissions[{i}]") for i, item in enumerate(items)]
+                batch_id = body.get("sub_id") if isinstance(body.get("sub_id"), str) else uuid.uuid4().hex
+            except RequestError as exc:
+                return self.refusal(exc)
+            results = await asyncio.gather(*(self.run(sub_id, call, expected if judged else None, caller)
+                                             for sub_id, call, expected in parsed))
+            return self.reply(200, {"sub_id": batch_id, "results": results})
+        return endpoint
+
+    async def run(self, sub_id: str, call: pb.PythonCall, expected: str | None,
+                  caller: CallerPolicy) -> dict[str, Any]:
+        try:
+            response = await self.dispatcher.execute(pb.ExecuteRequest(request_id=sub_id, python=call), caller)
+        except RequestError as exc:
+            return refused(sub_id, exc)
+        return result(sub_id, response, expected)
+
+    def refusal(self, error: RequestError) -> JSONResponse:
+        return self.reply(status_for(error, HTTP_STATUS, 503), {"detail": valid_text(str(error))})
+
+    def reply(self, status: int, body: dict[str, Any]) -> JSONResponse:
+        return counted_reply(self.dispatcher.metrics, FRONT, status, body)

@@ -1,0 +1,63 @@
+"""The HTTP fronts, served by uvicorn in the server's own process and event loop.
+
+Each front contributes its routes to one Starlette app and calls the same dispatcher
+as the gRPC front. The HTTP server starts after the tools and stops before they close;
+the server's SIGTERM handling drains it with the rest (its calls count as in flight).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from contextlib import AsyncExitStack
+
+from toolserver.config import Settings
+from toolserver.dispatch import Dispatcher
+from toolserver.errors import ConfigError
+from toolserver.policy import Policies
+
+log = logging.getLogger(__name__)
+
+
+async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Policies, stack: AsyncExitStack) -> int:
+    """Serves the HTTP fronts on settings.http until stack closes; returns the bound port."""
+    try:
+        import uvicorn
+        from starlette.applications import Starlette
+
+        from toolserver.fronts.code_judge import CodeJudgeFront
+        from toolserver.fronts.retrieve import RetrieveFront
+        from toolserver.fronts.sandbox_fusion import SandboxFusionFront
+    except ImportError as exc:
+        raise ConfigError(f"http.port is set but the HTTP fronts are not installed ({exc.name}): "
+                          "pip install 'toolserver[http]'") from exc
+
+    class EmbeddedServer(uvicorn.Server):
+        """uvicorn without signal handlers of its own: the tool server owns SIGTERM."""
+
+        def capture_signals(self) -> contextlib.AbstractContextManager[None]:
+            return contextlib.nullcontext()
+
+    app = Starlette(routes=SandboxFusionFront(dispatcher, policies).routes()
+                    + CodeJudgeFront(dispatcher, policies, settings).routes()
+                    + RetrieveFront(dispatcher, policies).routes())
+    config = uvicorn.Config(app, host=settings.http.host, port=settings.http.port, lifespan="off",
+                            log_level="warning", access_log=False, timeout_graceful_shutdown=5)
+    server = EmbeddedServer(config)
+    task = asyncio.get_running_loop().create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()  # raises what stopped it
+            raise OSError(f"cannot serve HTTP on {settings.http.host}:{settings.http.port}")
+        await asyncio.sleep(0.01)
+
+    async def stop() -> None:
+        server.should_exit = True
+        await task
+
+    stack.push_async_callback(stop)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    log.info("HTTP fronts on http://%s:%d: SandboxFusion /run_code, code-judge /run and /judge (and batches), "
+             "Search-R1 /retrieve", settings.http.host, port)
+    return port

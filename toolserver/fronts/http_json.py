@@ -1,0 +1,33 @@
+"""What the HTTP fronts share: reading an authenticated JSON request and answering one."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from toolserver.errors import InvalidRequest, RequestError
+from toolserver.metrics import ServerMetrics
+from toolserver.policy import CallerPolicy, Policies
+
+
+async def read_json(request: Request, policies: Policies) -> tuple[CallerPolicy, Any]:
+    """The caller its bearer token names and the parsed body; raises Unauthenticated or
+    InvalidRequest."""
+    caller = policies.authenticate(request.headers.items())
+    try:
+        return caller, json.loads(await request.body())
+    except (ValueError, RecursionError) as exc:
+        raise InvalidRequest(f"the body is not valid JSON: {str(exc)[:200]}") from exc
+
+
+def status_for(error: RequestError, statuses: dict[type[RequestError], int], default: int) -> int:
+    """The HTTP status of a request error in a front's table (its first matching class)."""
+    return next((status for kind, status in statuses.items() if isinstance(error, kind)), default)
+
+
+def counted_reply(metrics: ServerMetrics, front: str, status: int, body: dict[str, Any]) -> JSONResponse:
+    metrics.front_requests.labels(front, str(status)).inc()
+    return JSONResponse(body, status_code=status)
