@@ -2,8 +2,9 @@
 
 A tool lives in its own package (`toolserver.python`, `toolserver.search`,
 `toolserver.lean`) and implements `Tool`. The registry, built from the settings by
-`toolserver.tools` (whose exit stack owns each tool's lifetime), is the one list of tools: dispatch, ListTools, GetServerInfo,
-policy validation and every front read it, and none of them knows a tool by name.
+`toolserver.tools` (whose exit stack owns each tool's lifetime), is the one list of
+tools: dispatch, ListTools, GetServerInfo and every front read it, and none of them
+knows a tool by name.
 """
 
 from __future__ import annotations
@@ -115,10 +116,6 @@ class ToolRegistry:
                 raise ValueError(f"tool {tool.name!r} is registered twice")
             self.tools[tool.name] = tool
         self.sessions = sessions  # the tool whose sessions OpenSession and CloseSession reach
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(self.tools)
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self.tools.values())

@@ -23,7 +23,7 @@ from starlette.routing import Route
 from toolserver.config import Settings
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable
-from toolserver.fronts.http_json import counted_reply, read_json, status_for
+from toolserver.fronts.http_json import counted_reply, read_json, status_for, with_error
 from toolserver.policy import CallerPolicy, Policies
 from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
@@ -62,9 +62,7 @@ def same_output(stdout: str, expected: str) -> bool:
 def result(sub_id: str, response: pb.ExecuteResponse, expected: str | None) -> dict[str, Any]:
     ran = response.outcome == pb.OK
     reason = {pb.TIMEOUT: "worker_timeout", pb.CRASHED: "internal_error"}.get(response.outcome, "")
-    stderr = response.stderr
-    if not ran and response.error and response.error not in stderr:
-        stderr = f"{stderr}{'' if not stderr or stderr.endswith(chr(10)) else chr(10)}{response.error}\n"
+    stderr = response.stderr if ran else with_error(response.stderr, response.error)
     return {"sub_id": sub_id, "run_success": ran, "success": ran and (expected is None or
                                                                       same_output(response.stdout, expected)),
             "cost": response.elapsed_us / 1e6, "reason": reason, "stdout": response.stdout, "stderr": stderr,

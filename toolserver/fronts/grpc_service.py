@@ -65,10 +65,11 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         return await self.answered(context, self.server_info, request)
 
     async def execute(self, request: pb.ExecuteRequest | Undecodable, caller: CallerPolicy) -> pb.ExecuteResponse:
-        if isinstance(request, Undecodable):
-            error = InvalidRequest(f"request is not a valid {request.message}: {request.reason}")
+        try:
+            require_decoded(request)
+        except InvalidRequest as error:
             self.dispatcher.rejected(error, "", "none", caller)
-            raise error
+            raise
         return await self.dispatcher.execute(request, caller)
 
     async def list_tools(self, request: pb.ListToolsRequest, caller: CallerPolicy) -> pb.ListToolsResponse:

@@ -28,6 +28,14 @@ def status_for(error: RequestError, statuses: dict[type[RequestError], int], def
     return next((status for kind, status in statuses.items() if isinstance(error, kind)), default)
 
 
+def with_error(stderr: str, error: str) -> str:
+    """stderr with the server's error line after it, for APIs that have only the streams to
+    say why a call failed; stderr as it is when it already holds the error."""
+    if not error or error in stderr:
+        return stderr
+    return f"{stderr}{'' if not stderr or stderr.endswith(chr(10)) else chr(10)}{error}\n"
+
+
 def counted_reply(metrics: ServerMetrics, front: str, status: int, body: dict[str, Any]) -> JSONResponse:
     metrics.front_requests.labels(front, str(status)).inc()
     return JSONResponse(body, status_code=status)

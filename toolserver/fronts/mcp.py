@@ -16,7 +16,7 @@ import json
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from toolserver.client import AsyncToolClient, ToolServerError
+from toolserver.client import AsyncToolClient, ToolServerError, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 
 INSTRUCTIONS = ("Run Python in an isolated sandbox (sympy, numpy, mpmath available), search offline "
@@ -66,7 +66,7 @@ class ToolCalls:
     async def python(self, code: str, session_id: str = "") -> str:
         """Run Python 3 code in an isolated sandbox. Print what you want to see; the value of
         a last bare expression is returned too. Without session_id nothing persists."""
-        return await self.call(pb.ExecuteRequest(python=pb.PythonCall(code=code, session_id=session_id)))
+        return await self.call(python_request(code, session_id=session_id))
 
     async def python_session_open(self) -> str:
         """Open a Python session whose variables and imports persist between python calls

@@ -21,7 +21,7 @@ from starlette.routing import Route
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import (Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable,
                                status_of)
-from toolserver.fronts.http_json import counted_reply, read_json, status_for
+from toolserver.fronts.http_json import counted_reply, read_json, status_for, with_error
 from toolserver.policy import Policies
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -72,8 +72,8 @@ def run_code_request(body: Any) -> tuple[pb.ExecuteRequest, str, float]:
 def run_result(response: pb.ExecuteResponse) -> dict[str, Any]:
     """SandboxFusion's CommandRunResult for the answer of a call that ran."""
     stderr = response.stderr
-    if response.outcome in (pb.DENIED, pb.MEMORY_LIMIT) and response.error and response.error not in stderr:
-        stderr = f"{stderr}{'' if not stderr or stderr.endswith(chr(10)) else chr(10)}{response.error}\n"
+    if response.outcome in (pb.DENIED, pb.MEMORY_LIMIT):
+        stderr = with_error(stderr, response.error)
     if response.outcome == pb.TIMEOUT:
         status, return_code = "TimeLimitExceeded", None
     elif response.outcome == pb.OK:
