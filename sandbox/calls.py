@@ -8,8 +8,10 @@ runs inside the jail as source of its own and keeps the same keys in `REQUEST_KE
 
 from __future__ import annotations
 
+import base64
 import dataclasses
-from dataclasses import dataclass
+import posixpath
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -33,8 +35,24 @@ class CallRequest:
     limits: CallLimits
     stdin: str = ""
     profile: str = ""  # the guard's import profile; "" where the zygote runs without a guard
+    files: dict[str, bytes] = field(default_factory=dict)  # written into the working directory first
+    fetch_files: tuple[str, ...] = ()  # read back from it after the code ran
 
     def wire(self) -> dict[str, Any]:
-        """The request frame's JSON object."""
+        """The request frame's JSON object (file contents in base64)."""
         return {"id": self.id, "code": self.code, "stdin": self.stdin, "profile": self.profile,
-                **dataclasses.asdict(self.limits)}
+                "files": {path: base64.b64encode(data).decode("ascii") for path, data in self.files.items()},
+                "fetch_files": list(self.fetch_files), **dataclasses.asdict(self.limits)}
+
+
+def working_path(name: str) -> str:
+    """name as a normalized path inside the call's working directory; ValueError for an
+    absolute path, one that leaves the directory, or one that names the directory itself."""
+    if not name or "\0" in name:
+        raise ValueError(f"file path {name!r} is empty or holds a NUL")
+    if name.startswith("/"):
+        raise ValueError(f"file path {name!r} is absolute: paths are relative to the working directory")
+    path = posixpath.normpath(name)
+    if path == "." or path == ".." or path.startswith("../"):
+        raise ValueError(f"file path {name!r} leaves the working directory")
+    return path

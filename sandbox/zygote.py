@@ -22,6 +22,7 @@ replaces the worker) or write a forged result frame about its own call.
 """
 
 import ast
+import base64
 import importlib
 import json
 import os
@@ -29,6 +30,7 @@ import resource
 import select
 import shutil
 import signal
+import stat
 import struct
 import sys
 import time
@@ -211,6 +213,7 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
         os.dup2(stdin_fd, 0)
         os.close(stdin_fd)
         sys.stdin = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
+        write_files(request["files"])
         set_limits(request, baseline_kb)
         if GUARD_POLICY is not None:
             GUARD.install_guard(GUARD_POLICY["profiles"][request["profile"]], GUARD_POLICY["denied"],
@@ -266,6 +269,55 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
     except BaseException:
         pass
     os._exit(code)
+
+
+def inside_home(name):
+    """The real path of name in the home, or None where it resolves outside it."""
+    home = os.path.realpath(os.environ.get("HOME", "/"))
+    path = os.path.realpath(os.path.join(home, name))
+    return path if path.startswith(home + os.sep) else None
+
+
+def write_files(files):
+    """Writes the call's files (base64 by relative path) into its home, parents made."""
+    for name, text in files.items():
+        path = inside_home(name)
+        if path is None:
+            raise ValueError(f"file path {name!r} leaves the working directory")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as out:
+            out.write(base64.b64decode(text))
+
+
+def fetch_files(names, budget):
+    """The named regular files under the home, base64 by name, while their sizes fit in
+    budget bytes together; returns them and whether one was left out for the budget."""
+    found, left_out = {}, False
+    for name in names:
+        path = inside_home(name)
+        if path is None:
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if info.st_size > budget:
+                left_out = True
+                continue
+            with os.fdopen(os.dup(fd), "rb") as source:
+                data = source.read(budget + 1)
+            if len(data) > budget:
+                left_out = True
+                continue
+            budget -= len(data)
+            found[name] = base64.b64encode(data).decode("ascii")
+        finally:
+            os.close(fd)
+    return found, left_out
 
 
 def kill_everything_else():
@@ -577,13 +629,17 @@ def main(config):
             send_frame(control_out, {"id": request.get("id", ""), "outcome": "INVALID",
                                      "error": f"the request lacks {', '.join(missing)}"})
             continue
-        send_frame(control_out, execute(child, request))
+        reply = execute(child, request)
+        if request["fetch_files"]:
+            reply["files"], left_out = fetch_files(request["fetch_files"], request["max_file_mb"] << 20)
+            reply["truncated"] = reply["truncated"] or left_out
+        send_frame(control_out, reply)
         clean_up(child)
         child = Child(baseline_kb)
 
 
 # The keys of a request frame: the host builds them from sandbox.calls.CallRequest.
-REQUEST_KEYS = ("id", "code", "stdin", "profile", "timeout_ms", "memory_mb", "max_output_bytes", "max_processes",
-                "max_file_mb", "max_open_files", "max_scratch_mb")
+REQUEST_KEYS = ("id", "code", "stdin", "profile", "files", "fetch_files", "timeout_ms", "memory_mb", "max_output_bytes",
+                "max_processes", "max_file_mb", "max_open_files", "max_scratch_mb")
 GUARD = GUARD_POLICY = None  # set by main from the config
 main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

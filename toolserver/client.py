@@ -97,10 +97,14 @@ def translated_errors() -> Iterator[None]:
 
 
 def python_request(code: str, *, stdin: str = "", timeout_ms: int = 0, memory_mb: int = 0,
-                   max_output_bytes: int = 0, request_id: str = "", session_id: str = "") -> pb.ExecuteRequest:
+                   max_output_bytes: int = 0, request_id: str = "", session_id: str = "",
+                   files: dict[str, bytes] | None = None, fetch_files: Sequence[str] = ()) -> pb.ExecuteRequest:
+    """A python call; files are written into its working directory before it runs and
+    fetch_files come back in the answer's python.files."""
     return pb.ExecuteRequest(
         request_id=request_id or uuid.uuid4().hex,
-        python=pb.PythonCall(code=code, stdin=stdin, session_id=session_id),
+        python=pb.PythonCall(code=code, stdin=stdin, session_id=session_id, files=files or {},
+                             fetch_files=fetch_files),
         limits=pb.Limits(timeout_ms=timeout_ms, memory_mb=memory_mb, max_output_bytes=max_output_bytes),
     )
 

@@ -5,27 +5,29 @@ SkyRL send it."""
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import json
 import math
 
 import pytest
 import requests
-from sandbox_fusion import CommandRunStatus, RunCodeRequest, RunStatus, run_code
+from sandbox_fusion import CommandRunStatus, RunCodeRequest, RunJupyterRequest, RunStatus, run_code, run_jupyter
 
 from tests.conftest import RunningServer, free_port
 from tests.integration.test_metrics import scrape
 from tests.security.conftest import POLICY_FILE, TOKENS
 
 
-def start(tmp, config: str = "", workers: int = 2) -> tuple[RunningServer, str]:
+def start(tmp, config: str = "", workers: int = 2, sessions: int = 0) -> tuple[RunningServer, str]:
     port = free_port()
-    return RunningServer(tmp, workers=workers, args=("--http-port", str(port)), config=config), f"http://127.0.0.1:{port}"
+    running = RunningServer(tmp, workers=workers, sessions=sessions, args=("--http-port", str(port)), config=config)
+    return running, f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory):
-    running, url = start(tmp_path_factory.mktemp("fusion"))
+    running, url = start(tmp_path_factory.mktemp("fusion"), sessions=2)
     yield url
     running.stop()
 
@@ -110,10 +112,56 @@ def test_unknown_fields_are_ignored_and_language_defaults_to_python(endpoint):
     ({"code": "1", "run_timeout": "ten"}, "run_timeout must be a number"),
     ({"code": "1", "run_timeout": 0}, "run_timeout must be positive"),
     ([1, 2], "JSON object"),
-    ({"code": "1", "files": {"a.txt": "aGk="}}, "files and fetch_files are not supported"),
+    ({"code": "1", "files": {"../a.txt": "aGk="}}, "leaves the working directory"),
+    ({"code": "1", "files": {"a.txt": "not base64"}}, "not valid base64"),
 ])
 def test_bad_requests_are_400_with_the_reason(endpoint, body, message):
     reply = post(endpoint, body)
+    assert reply.status_code == 400 and message in reply.json()["message"]
+
+
+def test_files_go_in_and_fetched_files_come_back_through_the_sdk(endpoint):
+    result = sdk_run(endpoint, "text = open('data/in.txt').read()\nopen('out.txt', 'w').write(text[::-1])",
+                     files={"data/in.txt": base64.b64encode(b"stressed").decode(), "skipped.txt": None},
+                     fetch_files=["out.txt", "missing.txt"])
+    assert result.status == RunStatus.Success
+    assert {name: base64.b64decode(text) for name, text in result.files.items()} == {"out.txt": b"desserts"}
+
+
+def jupyter(url: str, body: dict) -> requests.Response:
+    return requests.post(f"{url}/run_jupyter", json=body, timeout=120)
+
+
+def test_jupyter_cells_share_one_kernel_through_the_sdk(endpoint):
+    result = run_jupyter(RunJupyterRequest(cells=["x = 21\nprint('set')", "x * 2", "1 / 0", "print(x)"]),
+                         endpoint=endpoint, max_attempts=1)
+    assert result.status == RunStatus.Success and result.driver.status == CommandRunStatus.Finished
+    assert [cell.stdout for cell in result.cells] == ["set\n", "", "", "21\n"]
+    assert result.cells[1].display == [{"text/plain": "42"}]
+    assert result.cells[2].error[0]["ename"] == "ZeroDivisionError" and "ZeroDivisionError" in result.cells[2].stderr
+
+
+def test_a_jupyter_cell_past_its_time_ends_the_run_with_its_output(endpoint):
+    reply = jupyter(endpoint, {"cells": ["print('before')", "import time\nprint('started', flush=True)\ntime.sleep(30)",
+                                         "print('never')"], "cell_timeout": 1})
+    body = reply.json()
+    assert reply.status_code == 200 and body["status"] == "Failed"
+    assert body["driver"]["status"] == "TimeLimitExceeded" and "cell 1" in body["message"]
+    assert [cell["stdout"] for cell in body["cells"]] == ["before\n", "started\n"]
+
+
+def test_jupyter_sessions_are_closed_after_the_run(endpoint):
+    for _ in range(6):  # more runs than the server keeps sessions
+        assert jupyter(endpoint, {"cells": ["1"]}).json()["status"] == "Success"
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"cells": "print(1)"}, "cells must be a list"),
+    ({"cells": ["1"], "kernel": "ir"}, "kernel must be python3"),
+    ({"cells": ["1"], "fetch_files": ["a"]}, "use /run_code"),
+])
+def test_jupyter_bad_requests_are_400(endpoint, body, message):
+    reply = jupyter(endpoint, body)
     assert reply.status_code == 400 and message in reply.json()["message"]
 
 

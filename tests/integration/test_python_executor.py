@@ -5,6 +5,10 @@ guard off (the guard would refuse their fork, ctypes and socket calls first)."""
 
 from __future__ import annotations
 
+import grpc
+import pytest
+
+from toolserver.client import ToolServerError
 from toolserver.v1 import toolserver_pb2 as pb
 
 
@@ -156,3 +160,40 @@ def test_tempfile_works_in_scratch(client):
     )
     assert response.outcome == pb.OK, response.stderr
     assert response.python.value == "True"
+
+
+def test_files_are_written_before_the_code_and_fetched_after(client):
+    response = client.run_python("import os\nprint(open('data/in.txt').read().upper())\n"
+                                 "open('out.bin', 'wb').write(bytes(range(256)))\nos.mkdir('a_directory')",
+                                 files={"data/in.txt": b"hello"},
+                                 fetch_files=["out.bin", "./out.bin", "missing.txt", "a_directory"])
+    assert response.outcome == pb.OK and response.stdout == "HELLO\n"
+    assert dict(response.python.files) == {"out.bin": bytes(range(256)), "./out.bin": bytes(range(256))}
+
+
+def test_files_of_one_call_are_gone_for_the_next(client):
+    client.run_python("open('left.txt', 'w').write('x')")
+    assert client.run_python("1", fetch_files=["left.txt"]).python.files == {}
+
+
+def test_a_fetched_link_out_of_the_working_directory_is_not_followed(client):
+    response = client.run_python("import os\nos.symlink('/etc/hostname', 'link')\nos.symlink('/etc', 'dir')",
+                                 fetch_files=["link", "dir/hostname"])
+    assert response.outcome == pb.OK and response.python.files == {}
+
+
+def test_files_outside_the_working_directory_are_refused(client):
+    for files in ({"/etc/x": b"1"}, {"../x": b"1"}, {"a": b"1", "a/b": b"2"}, {"": b"1"}):
+        with pytest.raises(ToolServerError) as refused:
+            client.run_python("1", files=files)
+        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_files_are_refused_on_a_session_call(client):
+    session = client.open_session()
+    try:
+        with pytest.raises(ToolServerError) as refused:
+            client.run_python("1", session_id=session.session_id, files={"a.txt": b"1"})
+        assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and "fresh interpreter" in str(refused.value)
+    finally:
+        client.close_session(session.session_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolserver.errors import InvalidRequest
-from toolserver.fronts.sandbox_fusion import answer, run_code_request
+from toolserver.fronts.sandbox_fusion import answer, cell_result, run_code_request, run_jupyter_request
 from toolserver.v1 import toolserver_pb2 as pb
 
 
@@ -23,7 +23,8 @@ def test_nulls_and_defaults_are_sandbox_fusions():
 
 
 @pytest.mark.parametrize("body", [{"code": 1}, {"code": "1", "stdin": 3}, {"code": "1", "run_timeout": True},
-                                  {"code": "1", "fetch_files": ["out.txt"]}, "print(1)"])
+                                  {"code": "1", "fetch_files": [3]}, {"code": "1", "files": {"a": "not base64!"}},
+                                  {"code": "1", "files": {"a": 7}}, "print(1)"])
 def test_malformed_requests_are_invalid(body):
     with pytest.raises(InvalidRequest):
         run_code_request(body)
@@ -50,3 +51,35 @@ def test_outcomes_map_to_sandbox_fusions_statuses():
 
 def test_truncation_is_said():
     assert "truncated" in answer(response(pb.OK, stdout="x", truncated=True))["message"]
+
+
+def test_files_are_decoded_and_null_contents_skipped():
+    call, _, _ = run_code_request({"code": "1", "files": {"in.txt": "aGk=", "skipped": None},
+                                   "fetch_files": ["out.txt"]})
+    assert dict(call.python.files) == {"in.txt": b"hi"} and list(call.python.fetch_files) == ["out.txt"]
+
+
+def test_fetched_files_come_back_in_base64():
+    reply = answer(response(pb.OK, python=pb.PythonResult(files={"out.txt": b"hi"})))
+    assert reply["files"] == {"out.txt": "aGk="}
+
+
+def test_a_jupyter_request_has_sandbox_fusions_defaults():
+    assert run_jupyter_request({"cells": ["1"]}) == (["1"], 0, 45)
+    assert run_jupyter_request({"cells": ["1"], "cell_timeout": 2, "total_timeout": 9}) == (["1"], 2, 9)
+
+
+@pytest.mark.parametrize("body", [{"cells": [1]}, {"cells": "1"}, {"cells": ["1"], "kernel": "ir"},
+                                  {"cells": ["1"], "total_timeout": 0}, {"cells": ["1"], "files": {"a": "aGk="}}])
+def test_malformed_jupyter_requests_are_invalid(body):
+    with pytest.raises(InvalidRequest):
+        run_jupyter_request(body)
+
+
+def test_a_cell_shows_its_value_and_its_error():
+    shown = cell_result(response(pb.OK, stdout="hi\n", python=pb.PythonResult(value="42")))
+    assert shown == {"stdout": "hi\n", "stderr": "", "display": [{"text/plain": "42"}], "error": []}
+    failed = cell_result(response(pb.ERROR, stderr="Traceback ...", error="ZeroDivisionError: division by zero"))
+    assert failed["error"][0]["ename"] == "ZeroDivisionError" and failed["error"][0]["evalue"] == "division by zero"
+    timed_out = cell_result(response(pb.TIMEOUT, error="time limit of 2000 ms exceeded"))
+    assert timed_out["error"][0]["ename"] == "TIMEOUT"

@@ -1,4 +1,4 @@
-"""The SandboxFusion-compatible front: `POST /run_code` and `GET /v1/ping`.
+"""The SandboxFusion-compatible front: `POST /run_code`, `POST /run_jupyter`, `GET /v1/ping`.
 
 What verl's code reward (`reward.sandbox_fusion.url`), its SandboxFusionTool, SkyRL's
 CodeInterpreter and the `sandbox-fusion` SDK send, answered the way SandboxFusion
@@ -7,11 +7,17 @@ answers: HTTP 200 for code that failed, a top-level status `Success`, `Failed` o
 timeout keeps the partial output with `return_code: null`. A server too busy to take
 the call is HTTP 504, the one status verl retries. The call itself runs through the
 dispatcher like any gRPC call: the same jail, pools, policies, metrics and limits.
+`files` are written into the working directory before the code runs and `fetch_files`
+come back base64 in `files`. `/run_jupyter` runs its cells in one fresh jailed kernel (a
+session, closed after the last cell).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
+import time
 from typing import Any
 
 from starlette.requests import Request
@@ -22,12 +28,13 @@ from toolserver.dispatch import Dispatcher
 from toolserver.errors import (Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable,
                                status_of)
 from toolserver.fronts.http_json import counted_reply, read_json, status_for, with_error
-from toolserver.policy import Policies
+from toolserver.policy import CallerPolicy, Policies
 from toolserver.v1 import toolserver_pb2 as pb
 
 FRONT = "sandbox_fusion"
 LANGUAGES = ("python", "python3")
 ANSWER_MARGIN_S = 10.0  # an answer comes within run_timeout + compile_timeout + this
+TRUNCATED = "output truncated at the server's max_output_bytes (or fetched files beyond max_file_mb together)"
 HTTP_STATUS = {Unauthenticated: 401, PermissionDenied: 403, InvalidRequest: 400, Exhausted: 504, Unavailable: 504}
 
 
@@ -61,12 +68,33 @@ def run_code_request(body: Any) -> tuple[pb.ExecuteRequest, str, float]:
     fetch_files = field(body, "fetch_files", (list,), [])
     if run_timeout <= 0 or compile_timeout < 0:
         raise InvalidRequest("run_timeout must be positive and compile_timeout not negative")
-    if files or fetch_files:
-        raise InvalidRequest("files and fetch_files are not supported by this server yet")
-    request = pb.ExecuteRequest(python=pb.PythonCall(code=code, stdin=stdin),
+    request = pb.ExecuteRequest(python=pb.PythonCall(code=code, stdin=stdin, files=decoded_files(files),
+                                                     fetch_files=file_names(fetch_files)),
                                 limits=pb.Limits(timeout_ms=int(run_timeout * 1000),
                                                  memory_mb=max(memory_mb, 0)))
     return request, language, run_timeout + compile_timeout + ANSWER_MARGIN_S
+
+
+def decoded_files(files: dict[str, Any]) -> dict[str, bytes]:
+    """files' contents by path, from base64; a null content is skipped, as SandboxFusion
+    skips it."""
+    decoded = {}
+    for name, text in files.items():
+        if text is None:
+            continue
+        if not isinstance(text, str):
+            raise InvalidRequest(f"files[{name!r}] must be base64 text")
+        try:
+            decoded[name] = base64.b64decode(text, validate=True)
+        except ValueError as exc:
+            raise InvalidRequest(f"files[{name!r}] is not valid base64: {exc}") from exc
+    return decoded
+
+
+def file_names(names: list[Any]) -> list[str]:
+    if not all(isinstance(name, str) for name in names):
+        raise InvalidRequest("fetch_files must be a list of paths")
+    return names
 
 
 def run_result(response: pb.ExecuteResponse) -> dict[str, Any]:
@@ -90,14 +118,47 @@ def answer(response: pb.ExecuteResponse) -> dict[str, Any]:
     ok = response.outcome == pb.OK
     message = "" if ok else response.error
     if response.truncated:
-        message = (message + "; " if message else "") + "output truncated at the server's max_output_bytes"
+        message = (message + "; " if message else "") + TRUNCATED
+    files = {name: base64.b64encode(data).decode("ascii") for name, data in response.python.files.items()}
     return {"status": "Success" if ok else "Failed", "message": message, "compile_result": None,
-            "run_result": run_result(response), "executor_pod_name": None, "files": {}}
+            "run_result": run_result(response), "executor_pod_name": None, "files": files}
 
 
 def sandbox_error(message: str) -> dict[str, Any]:
     return {"status": "SandboxError", "message": message, "compile_result": None, "run_result": None,
             "executor_pod_name": None, "files": {}}
+
+
+def run_jupyter_request(body: Any) -> tuple[list[str], float, float]:
+    """The cells a /run_jupyter body asks to run, the time each may take (0: the time
+    left) and the time all may take together."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("the body must be a JSON object")
+    cells = field(body, "cells", (list,), [])
+    if not all(isinstance(cell, str) for cell in cells):
+        raise InvalidRequest("cells must be a list of strings")
+    cell_timeout = field(body, "cell_timeout", (int, float), 0)
+    total_timeout = field(body, "total_timeout", (int, float), 45)
+    if cell_timeout < 0 or total_timeout <= 0:
+        raise InvalidRequest("total_timeout must be positive and cell_timeout not negative")
+    if field(body, "kernel", (str,), "python3") != "python3":
+        raise InvalidRequest("kernel must be python3")
+    if field(body, "files", (dict,), {}) or field(body, "fetch_files", (list,), []):
+        raise InvalidRequest("files and fetch_files are not taken by /run_jupyter here: use /run_code")
+    return cells, cell_timeout, total_timeout
+
+
+def cell_result(response: pb.ExecuteResponse) -> dict[str, Any]:
+    """SandboxFusion's result of one cell: the streams (a traceback is in stderr), the
+    value of its last expression as a display, and its error as ename and evalue."""
+    result: dict[str, Any] = {"stdout": response.stdout, "stderr": response.stderr, "display": [], "error": []}
+    if response.python.value:
+        result["display"].append({"text/plain": response.python.value})
+    if response.outcome != pb.OK:
+        name, _, value = response.error.partition(": ")
+        result["error"].append({"ename": name if value else pb.Outcome.Name(response.outcome),
+                                "evalue": value or response.error, "traceback": [response.error]})
+    return result
 
 
 class SandboxFusionFront:
@@ -107,6 +168,7 @@ class SandboxFusionFront:
 
     def routes(self) -> list[Route]:
         return [Route("/run_code", self.run_code, methods=["POST"]),
+                Route("/run_jupyter", self.run_jupyter, methods=["POST"]),
                 Route("/v1/ping", self.ping, methods=["GET"])]
 
     async def ping(self, request: Request) -> PlainTextResponse:
@@ -126,6 +188,57 @@ class SandboxFusionFront:
             code, message = status_of(exc)
             return self.reply(status_for(exc, HTTP_STATUS, 200), sandbox_error(f"{code.name}: {message}"))
         return self.reply(200, answer(response))
+
+    async def run_jupyter(self, request: Request) -> JSONResponse:
+        try:
+            caller, body = await read_json(request, self.policies)
+            cells, cell_timeout, total_timeout = run_jupyter_request(body)
+            answer_within_s = total_timeout + ANSWER_MARGIN_S
+            try:
+                notebook = await asyncio.wait_for(self.notebook(cells, cell_timeout, total_timeout, caller),
+                                                  answer_within_s)
+            except asyncio.TimeoutError:
+                return self.reply(504, sandbox_error(f"no answer within {answer_within_s:.0f} s"))
+        except RequestError as exc:
+            code, message = status_of(exc)
+            return self.reply(status_for(exc, HTTP_STATUS, 200), sandbox_error(f"{code.name}: {message}"))
+        return self.reply(200, notebook)
+
+    async def notebook(self, cells: list[str], cell_timeout: float, total_timeout: float,
+                       caller: CallerPolicy) -> dict[str, Any]:
+        """Runs the cells one after another in one fresh session, closed at the end. A cell
+        that times out or loses its kernel ends the run: its partial output is kept."""
+        started = time.monotonic()
+        session = await self.dispatcher.open_session(pb.Limits(), caller)
+        results: list[dict[str, Any]] = []
+        status, message = "Finished", ""
+        try:
+            for index, cell in enumerate(cells):
+                left_s = total_timeout - (time.monotonic() - started)
+                if left_s <= 0:
+                    status, message = "TimeLimitExceeded", f"total_timeout {total_timeout:g} s reached before cell {index}"
+                    break
+                if not cell.strip():
+                    results.append(cell_result(pb.ExecuteResponse(outcome=pb.OK)))
+                    continue
+                timeout_s = min(cell_timeout or left_s, left_s)
+                response = await self.dispatcher.execute(
+                    pb.ExecuteRequest(python=pb.PythonCall(code=cell, session_id=session.session_id),
+                                      limits=pb.Limits(timeout_ms=max(1, int(timeout_s * 1000)))), caller)
+                results.append(cell_result(response))
+                if response.outcome == pb.TIMEOUT:
+                    status, message = "TimeLimitExceeded", f"cell {index}: {response.error}"
+                    break
+                if response.outcome in (pb.CRASHED, pb.INVALID):
+                    status, message = "Error", f"cell {index}: {response.error}"
+                    break
+        finally:
+            with contextlib.suppress(RequestError):
+                await self.dispatcher.close_session(session.session_id, caller)
+        driver = {"status": status, "execution_time": time.monotonic() - started,
+                  "return_code": 0 if status == "Finished" else None, "stdout": "", "stderr": message}
+        return {"status": "Success" if status == "Finished" else "Failed", "message": message, "driver": driver,
+                "cells": results, "executor_pod_name": None, "files": {}}
 
     def reply(self, status: int, body: dict[str, Any]) -> JSONResponse:
         return counted_reply(self.dispatcher.metrics, FRONT, status, body)

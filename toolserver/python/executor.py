@@ -7,10 +7,11 @@ knows nothing of gRPC status.
 
 from __future__ import annotations
 
+import base64
 from contextlib import AsyncExitStack
 from typing import Any
 
-from sandbox.calls import CallLimits, CallRequest
+from sandbox.calls import CallLimits, CallRequest, working_path
 from sandbox.selftest import GUARD_PROBE, judge_guard, probe_request
 from sandbox.worker import WorkerLost
 from toolserver.config import Settings
@@ -56,6 +57,45 @@ def session_memory_mb(requested: pb.Limits, settings: Settings, caller: CallerPo
     return min(value, caller.max_memory_mb) if caller.max_memory_mb else value
 
 
+def call_files(call: pb.PythonCall, limits: CallLimits, max_files: int) -> tuple[dict[str, bytes], tuple[str, ...]]:
+    """The call's files to write (by normalized path) and to fetch (by the names asked,
+    which name them in the answer); InvalidRequest for a path outside the working
+    directory, two paths where one is the other's directory, or files beyond what the
+    call may write (max_file_mb each, max_scratch_mb together)."""
+    if len(call.files) > max_files or len(call.fetch_files) > max_files:
+        raise InvalidRequest(f"at most {max_files} files may be written or fetched per call")
+    try:
+        files = {working_path(name): data for name, data in call.files.items()}
+        fetch = tuple(dict.fromkeys(name for name in call.fetch_files if working_path(name)))
+    except ValueError as exc:
+        raise InvalidRequest(str(exc)) from exc
+    if len(files) < len(call.files):
+        raise InvalidRequest("two files name the same path")
+    directories = {parent for path in files for parent in parent_directories(path)}
+    if clash := sorted(directories & files.keys()):
+        raise InvalidRequest(f"file path {clash[0]!r} is also the directory of another file")
+    if big := next((path for path, data in files.items() if len(data) > limits.max_file_mb << 20), None):
+        raise InvalidRequest(f"file {big!r} is larger than the {limits.max_file_mb} MB a call may write")
+    if limits.max_scratch_mb and sum(map(len, files.values())) > limits.max_scratch_mb << 20:
+        raise InvalidRequest(f"the files are larger than the {limits.max_scratch_mb} MB of scratch a call has")
+    return files, fetch
+
+
+def parent_directories(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
+
+
+def fetched_files(reply: dict[str, Any]) -> dict[str, bytes]:
+    files = reply.get("files")
+    if not isinstance(files, dict):
+        return {}
+    try:
+        return {str(name): base64.b64decode(text, validate=True) for name, text in files.items()}
+    except (TypeError, ValueError):
+        return {}
+
+
 def response_from_reply(request_id: str, reply: dict[str, Any]) -> pb.ExecuteResponse:
     return pb.ExecuteResponse(
         request_id=request_id,
@@ -65,7 +105,8 @@ def response_from_reply(request_id: str, reply: dict[str, Any]) -> pb.ExecuteRes
         error=valid_text(str(reply.get("error", ""))),
         truncated=bool(reply.get("truncated", False)),
         elapsed_us=max(0, int(reply.get("elapsed_us", 0))),
-        python=pb.PythonResult(value=valid_text(str(reply.get("value", ""))), exit_code=int(reply.get("exit_code", 0))),
+        python=pb.PythonResult(value=valid_text(str(reply.get("value", ""))), exit_code=int(reply.get("exit_code", 0)),
+                               files=fetched_files(reply)),
     )
 
 
@@ -123,14 +164,17 @@ class PythonExecutor(Tool):
         if not call.code.strip():
             raise InvalidRequest("python.code is empty")
         granted = self.grant(limits, caller)
+        files, fetch = call_files(call, granted, self.settings.limits.max_scratch_files)
         if call.session_id:
+            if files or fetch:
+                raise InvalidRequest("files and fetch_files need a fresh interpreter: a session call cannot take them")
             reply = await self.session_manager().execute(call.session_id, caller.name, call.code, call.stdin,
                                                          granted.timeout_ms, granted.max_output_bytes)
             return response_from_reply(request_id, reply)
         if self.pool is None:
             raise Unavailable("no python worker pool: the sandbox is not proven safe")
         reply = await self.pool.run(CallRequest(request_id, call.code, granted, stdin=call.stdin,
-                                                profile=self.import_profile(caller)))
+                                                profile=self.import_profile(caller), files=files, fetch_files=fetch))
         return response_from_reply(request_id, reply)
 
 

@@ -53,14 +53,25 @@ class Limits(_message.Message):
     def __init__(self, timeout_ms: _Optional[int] = ..., memory_mb: _Optional[int] = ..., max_output_bytes: _Optional[int] = ...) -> None: ...
 
 class PythonCall(_message.Message):
-    __slots__ = ("code", "session_id", "stdin")
+    __slots__ = ("code", "session_id", "stdin", "files", "fetch_files")
+    class FilesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bytes
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
     CODE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STDIN_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    FETCH_FILES_FIELD_NUMBER: _ClassVar[int]
     code: str
     session_id: str
     stdin: str
-    def __init__(self, code: _Optional[str] = ..., session_id: _Optional[str] = ..., stdin: _Optional[str] = ...) -> None: ...
+    files: _containers.ScalarMap[str, bytes]
+    fetch_files: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, code: _Optional[str] = ..., session_id: _Optional[str] = ..., stdin: _Optional[str] = ..., files: _Optional[_Mapping[str, bytes]] = ..., fetch_files: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchCall(_message.Message):
     __slots__ = ("query", "index", "top_k")
@@ -113,12 +124,21 @@ class ExecuteResponse(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., error: _Optional[str] = ..., truncated: _Optional[bool] = ..., elapsed_us: _Optional[int] = ..., python: _Optional[_Union[PythonResult, _Mapping]] = ..., search: _Optional[_Union[SearchResult, _Mapping]] = ..., lean: _Optional[_Union[LeanResult, _Mapping]] = ...) -> None: ...
 
 class PythonResult(_message.Message):
-    __slots__ = ("value", "exit_code")
+    __slots__ = ("value", "exit_code", "files")
+    class FilesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bytes
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
     VALUE_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
     value: str
     exit_code: int
-    def __init__(self, value: _Optional[str] = ..., exit_code: _Optional[int] = ...) -> None: ...
+    files: _containers.ScalarMap[str, bytes]
+    def __init__(self, value: _Optional[str] = ..., exit_code: _Optional[int] = ..., files: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
 
 class SearchResult(_message.Message):
     __slots__ = ("hits",)
