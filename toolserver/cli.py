@@ -190,7 +190,7 @@ def cmd_setup_sandbox(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     try:
-        from toolserver.fronts.mcp import serve_stdio
+        from toolserver.fronts.mcp_stdio import serve_stdio
     except ImportError as exc:
         print(f"the MCP front is not installed ({exc.name}): pip install 'toolserver[mcp]'", file=sys.stderr)
         return 2

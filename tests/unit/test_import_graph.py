@@ -115,3 +115,14 @@ def test_wings_do_not_reach_into_each_other_or_the_fronts(graph):
             others = {target for target in graph[module] if any(under(target, w) for w in WINGS if w != wing)
                       or under(target, "toolserver.fronts") or target in ("toolserver.dispatch", "toolserver.tools")}
             assert not others, (module, others)
+
+
+CLIENT_SIDE = ("toolserver.client", "toolserver.v1", "toolserver.answer_text", "toolserver.integrations")
+
+
+def test_engine_adapters_are_clients_of_the_server(graph):
+    adapters = [module for module in graph if under(module, "toolserver.integrations")]
+    assert "toolserver.integrations.calls" in adapters
+    wrong = {(module, target) for module in adapters for target in graph[module]
+             if not any(under(target, allowed) for allowed in CLIENT_SIDE)}
+    assert not wrong

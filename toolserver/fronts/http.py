@@ -1,8 +1,13 @@
 """The HTTP fronts, served by uvicorn in the server's own process and event loop.
 
 Each front contributes its routes to one Starlette app and calls the same dispatcher
-as the gRPC front. The HTTP server starts after the tools and stops before they close;
-the server's SIGTERM handling drains it with the rest (its calls count as in flight).
+as the gRPC front: SandboxFusion, code-judge, Search-R1, and the MCP endpoint at /mcp
+where the `mcp` extra is installed (without it the others serve and the log says MCP is
+off). The HTTP server starts after the tools and stops before they close; the server's
+SIGTERM handling drains it with the rest (its calls count as in flight). uvicorn runs
+without a lifespan, so what a front must run beside it (the MCP session manager) runs
+on the server's exit stack, entered before the HTTP server starts and left after it
+stops.
 """
 
 from __future__ import annotations
@@ -39,9 +44,18 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
         def capture_signals(self) -> contextlib.AbstractContextManager[None]:
             return contextlib.nullcontext()
 
-    app = Starlette(routes=SandboxFusionFront(dispatcher, policies).routes()
-                    + CodeJudgeFront(dispatcher, policies, settings).routes()
-                    + RetrieveFront(dispatcher, policies).routes())
+    routes = (SandboxFusionFront(dispatcher, policies).routes() + CodeJudgeFront(dispatcher, policies, settings).routes()
+              + RetrieveFront(dispatcher, policies).routes())
+    try:
+        from toolserver.fronts.mcp_http import mcp_routes
+    except ImportError as exc:
+        if exc.name and exc.name.startswith("toolserver"):
+            raise
+        mcp_endpoint = f"MCP endpoint off ({exc.name} is not installed: pip install 'toolserver[mcp]')"
+    else:
+        routes += await mcp_routes(settings, dispatcher, policies, stack)
+        mcp_endpoint = "MCP /mcp (streamable HTTP)"
+    app = Starlette(routes=routes)
     config = uvicorn.Config(app, host=settings.http.host, port=settings.http.port, lifespan="off",
                             log_level="warning", access_log=False, timeout_graceful_shutdown=5)
     server = EmbeddedServer(config)
@@ -59,5 +73,5 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
     stack.push_async_callback(stop)
     port = server.servers[0].sockets[0].getsockname()[1]
     log.info("HTTP fronts on http://%s:%d: SandboxFusion /run_code, code-judge /run and /judge (and batches), "
-             "Search-R1 /retrieve", settings.http.host, port)
+             "Search-R1 /retrieve; %s", settings.http.host, port, mcp_endpoint)
     return port

@@ -1,0 +1,165 @@
+"""What every engine adapter needs from a tool server fleet, in one place.
+
+- `FleetConfig`: where the servers are and how one process may use them, read from an
+  engine's config mapping (verl's tool YAML `config:`, a TRL or SkyRL constructor).
+- `FleetCalls`: the calls of one process. Its gRPC client is made lazily inside the event
+  loop that uses it (engines build tools before their loop runs, once per Ray actor) and
+  its in-flight calls are capped; stateless calls are balanced across the addresses the
+  target resolves to (`dns:///name:port`), a session's calls go to the replica holding it.
+  One instance per configuration is shared by all tools of the process (`fleet_calls`).
+- `function_schema`: a tool as the server lists it, in the flat OpenAI function shape the
+  engines' schemas accept, minus the arguments the adapter fills in itself.
+- `CallStats`: counts and latency of a trajectory's calls, for the engine to keep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from toolserver.client import AsyncToolClient, ToolClient, python_request
+from toolserver.v1 import toolserver_pb2 as pb
+
+TOOLS = ("python", "search", "lean")
+PROPERTY_KEYS = ("type", "description", "enum")  # what a flat function schema keeps of a property
+
+
+class FleetConfigError(ValueError):
+    """An adapter's configuration names an unknown key or holds a bad value."""
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    target: str = "127.0.0.1:50051"  # any gRPC target: host:port, dns:///svc:port, ipv4:a:p,b:p
+    token: str | None = None         # bearer token of the caller's policy
+    timeout_s: float = 60.0          # per call, queueing included; the server caps the run itself
+    max_output_chars: int = 4000     # what the model reads of one answer
+    max_inflight: int = 64           # calls this process has in flight at once
+    tls_ca: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0 or self.max_output_chars <= 0 or self.max_inflight <= 0:
+            raise FleetConfigError("timeout_s, max_output_chars and max_inflight must be positive")
+        if not self.target:
+            raise FleetConfigError("target must name a tool server (host:port or dns:///name:port)")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], ignore: tuple[str, ...] = ()) -> "FleetConfig":
+        """The fleet keys of values; a key that is neither one of them nor in ignore is an error."""
+        known = {item.name for item in fields(cls)}
+        unknown = sorted(set(values) - known - set(ignore))
+        if unknown:
+            raise FleetConfigError(f"unknown tool server settings {unknown}; known: {sorted(known)}")
+        return cls(**{name: values[name] for name in known if name in values})
+
+
+class FleetCalls:
+    """The calls one process makes to a fleet."""
+
+    def __init__(self, config: FleetConfig) -> None:
+        self.config = config
+        self._clients: dict[int, tuple[AsyncToolClient, asyncio.Semaphore]] = {}
+
+    def _client(self) -> tuple[AsyncToolClient, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        if id(loop) not in self._clients:
+            client = AsyncToolClient(self.config.target, timeout_s=self.config.timeout_s, token=self.config.token,
+                                     tls_ca=self.config.tls_ca)
+            self._clients[id(loop)] = (client, asyncio.Semaphore(self.config.max_inflight))
+        return self._clients[id(loop)]
+
+    async def call(self, tool: str, arguments: Mapping[str, Any], session_id: str = "",
+                   timeout_ms: int = 0) -> pb.ExecuteResponse:
+        """One call of tool with the model's arguments (the server checks them)."""
+        if session_id:
+            request = python_request(str(arguments.get("code", "")), stdin=str(arguments.get("stdin", "")),
+                                     session_id=session_id, timeout_ms=timeout_ms)
+        else:
+            request = pb.ExecuteRequest(json=pb.JsonCall(tool=tool, arguments=json.dumps(dict(arguments))),
+                                        limits=pb.Limits(timeout_ms=timeout_ms))
+        client, inflight = self._client()
+        async with inflight:
+            return await client.execute(request)
+
+    async def run_many(self, requests: list[pb.ExecuteRequest]) -> list[pb.ExecuteResponse]:
+        """Many stateless calls over one stream, answers in request order."""
+        client, inflight = self._client()
+        async with inflight:
+            return await client.run_many(requests)
+
+    async def open_session(self) -> str:
+        client, inflight = self._client()
+        async with inflight:
+            return (await client.open_session()).session_id
+
+    async def close_session(self, session_id: str) -> None:
+        client, _ = self._client()
+        await client.close_session(session_id)
+
+    async def close(self) -> None:
+        """Closes the client of the running loop (others close with their loop)."""
+        entry = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if entry is not None:
+            await entry[0].close()
+
+    def specs(self) -> dict[str, pb.ToolSpec]:
+        """The tools this caller may use, asked once over a short-lived synchronous client
+        (engines build their tools' schemas before any event loop runs)."""
+        with ToolClient(self.config.target, timeout_s=self.config.timeout_s, token=self.config.token,
+                        tls_ca=self.config.tls_ca) as client:
+            return {spec.name: spec for spec in client.list_tools()}
+
+
+_SHARED: dict[FleetConfig, FleetCalls] = {}
+
+
+def fleet_calls(config: FleetConfig) -> FleetCalls:
+    """The process's one FleetCalls for config, so that its tools share clients and cap."""
+    if config not in _SHARED:
+        _SHARED[config] = FleetCalls(config)
+    return _SHARED[config]
+
+
+def function_schema(spec: pb.ToolSpec, hidden: tuple[str, ...] = ("session_id",)) -> dict[str, Any]:
+    """spec in the flat OpenAI function shape, without the hidden arguments."""
+    parameters = json.loads(spec.parameters or "{}")
+    properties = {name: {key: value for key, value in prop.items() if key in PROPERTY_KEYS}
+                  for name, prop in parameters.get("properties", {}).items() if name not in hidden}
+    required = [name for name in parameters.get("required", []) if name in properties]
+    return {"type": "function", "function": {"name": spec.name, "description": spec.description,
+                                             "parameters": {"type": "object", "properties": properties,
+                                                            "required": required}}}
+
+
+@dataclass
+class CallStats:
+    """A trajectory's tool calls: how many, how they ended, how long they took."""
+
+    calls: int = 0
+    failed: int = 0          # the server refused the call or could not be reached
+    timeouts: int = 0
+    memory_limits: int = 0
+    errors: int = 0          # the code raised, or Lean reported an error
+    latency_s: float = 0.0   # summed over the calls
+    outcomes: dict[str, int] = field(default_factory=dict)
+
+    def record(self, response: pb.ExecuteResponse | None, started: float) -> None:
+        self.calls += 1
+        self.latency_s += time.monotonic() - started
+        if response is None:
+            self.failed += 1
+            return
+        name = pb.Outcome.Name(response.outcome)
+        self.outcomes[name] = self.outcomes.get(name, 0) + 1
+        self.timeouts += response.outcome == pb.TIMEOUT
+        self.memory_limits += response.outcome == pb.MEMORY_LIMIT
+        self.errors += response.outcome == pb.ERROR
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "failed": self.failed, "timeouts": self.timeouts,
+                "memory_limits": self.memory_limits, "errors": self.errors,
+                "latency_s": round(self.latency_s, 6), "outcomes": dict(self.outcomes)}
