@@ -2,7 +2,7 @@
 # Sets up, then runs the whole test suite (slow suites included).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-TOOLSERVER_EXTRAS="${TOOLSERVER_EXTRAS:-dev,http,mcp,dense,trainer,hf,verl}" bash "$ROOT/scripts/setup.sh"
+TOOLSERVER_EXTRAS="${TOOLSERVER_EXTRAS:-dev,http,mcp,dense,trainer,hf,verl,trl,skyrl}" bash "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 status=0
 "${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin/python" -m pytest -q -ra "$@" || status=$?

@@ -16,15 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from toolserver.client import AsyncToolClient, ToolClient, python_request
+from toolserver.client import AsyncToolClient, InvalidArgument, ToolClient, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 
 TOOLS = ("python", "search", "lean")
+ENV_PREFIX = "TOOLSERVER_"
+SESSION_ARGUMENTS = frozenset({"code", "stdin"})
 PROPERTY_KEYS = ("type", "description", "enum")  # what a flat function schema keeps of a property
 
 
@@ -48,6 +52,23 @@ class FleetConfig:
             raise FleetConfigError("target must name a tool server (host:port or dns:///name:port)")
 
     @classmethod
+    def from_environ(cls, environ: Mapping[str, str] = os.environ) -> "FleetConfig":
+        """The fleet from TOOLSERVER_TARGET, TOOLSERVER_TOKEN, TOOLSERVER_TIMEOUT_S, ... (one
+        per field), for engines that make their agents without arguments; defaults for the
+        unset ones."""
+        values: dict[str, Any] = {}
+        for item in fields(cls):
+            name = ENV_PREFIX + item.name.upper()
+            if name not in environ:
+                continue
+            kind = type(item.default) if isinstance(item.default, (int, float)) else str
+            try:
+                values[item.name] = kind(environ[name])
+            except ValueError:
+                raise FleetConfigError(f"{name} must be a number, not {environ[name]!r}") from None
+        return cls(**values)
+
+    @classmethod
     def from_mapping(cls, values: Mapping[str, Any], ignore: tuple[str, ...] = ()) -> "FleetConfig":
         """The fleet keys of values; a key that is neither one of them nor in ignore is an error."""
         known = {item.name for item in fields(cls)}
@@ -62,20 +83,23 @@ class FleetCalls:
 
     def __init__(self, config: FleetConfig) -> None:
         self.config = config
-        self._clients: dict[int, tuple[AsyncToolClient, asyncio.Semaphore]] = {}
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                                 tuple[AsyncToolClient, asyncio.Semaphore]] = weakref.WeakKeyDictionary()
 
     def _client(self) -> tuple[AsyncToolClient, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
-        if id(loop) not in self._clients:
+        if loop not in self._clients:
             client = AsyncToolClient(self.config.target, timeout_s=self.config.timeout_s, token=self.config.token,
                                      tls_ca=self.config.tls_ca)
-            self._clients[id(loop)] = (client, asyncio.Semaphore(self.config.max_inflight))
-        return self._clients[id(loop)]
+            self._clients[loop] = (client, asyncio.Semaphore(self.config.max_inflight))
+        return self._clients[loop]
 
     async def call(self, tool: str, arguments: Mapping[str, Any], session_id: str = "",
                    timeout_ms: int = 0) -> pb.ExecuteResponse:
         """One call of tool with the model's arguments (the server checks them)."""
         if session_id:
+            if extra := sorted(set(arguments) - SESSION_ARGUMENTS):
+                raise InvalidArgument(f"python in a session takes code and stdin, not {', '.join(extra)}")
             request = python_request(str(arguments.get("code", "")), stdin=str(arguments.get("stdin", "")),
                                      session_id=session_id, timeout_ms=timeout_ms)
         else:
@@ -102,7 +126,7 @@ class FleetCalls:
 
     async def close(self) -> None:
         """Closes the client of the running loop (others close with their loop)."""
-        entry = self._clients.pop(id(asyncio.get_running_loop()), None)
+        entry = self._clients.pop(asyncio.get_running_loop(), None)
         if entry is not None:
             await entry[0].close()
 

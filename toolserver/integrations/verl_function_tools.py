@@ -1,14 +1,14 @@
 """Stateless verl function tools for `actor_rollout_ref.rollout.multi_turn.function_tool_path`.
 
-Point `function_tool_path` at this file (`python -c "import toolserver.integrations.verl_function_tools as m;
-print(m.__file__)"`); the tools call the fleet named by TOOLSERVER_TARGET (default
-127.0.0.1:50051) with TOOLSERVER_TOKEN as bearer token. Each call is a fresh interpreter;
-use `ToolServerTool` with `stateful: true` for a session per trajectory.
+Point `function_tool_path` at this file (`python -c "import importlib.util as u;
+print(u.find_spec('toolserver.integrations.verl_function_tools').origin)"`); the tools call
+the fleet named by TOOLSERVER_TARGET (default 127.0.0.1:50051) with TOOLSERVER_TOKEN as
+bearer token (and TOOLSERVER_TIMEOUT_S, TOOLSERVER_MAX_OUTPUT_CHARS, ...: one variable per
+`FleetConfig` field). Each call is a fresh interpreter; use `ToolServerTool` with
+`stateful: true` for a session per trajectory.
 """
 
 from __future__ import annotations
-
-import os
 
 from verl.tools.function_tool import function_tool
 
@@ -17,14 +17,8 @@ from toolserver.client import ToolServerError
 from toolserver.integrations.calls import FleetConfig, fleet_calls
 
 
-def fleet() -> FleetConfig:
-    return FleetConfig(target=os.environ.get("TOOLSERVER_TARGET", "127.0.0.1:50051"),
-                       token=os.environ.get("TOOLSERVER_TOKEN") or None,
-                       max_output_chars=int(os.environ.get("TOOLSERVER_MAX_OUTPUT_CHARS", "4000")))
-
-
 async def call(tool: str, arguments: dict) -> str:
-    config = fleet()
+    config = FleetConfig.from_environ()
     try:
         return answer_text(await fleet_calls(config).call(tool, arguments), config.max_output_chars)
     except ToolServerError as exc:
