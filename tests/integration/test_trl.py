@@ -25,12 +25,12 @@ import pytest
 pytest.importorskip("trl", reason="trl is not installed")
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
 from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM  # noqa: E402
 from transformers.utils import get_json_schema  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 from trl.chat_template_utils import qwen2_5_chat_template  # noqa: E402
 
+from tests.chat_tokenizer import END, byte_chat_tokenizer  # noqa: E402
 from tests.conftest import RunningServer  # noqa: E402
 from tests.integration.test_metrics import scrape  # noqa: E402
 from toolserver.client import NotFound  # noqa: E402
@@ -39,7 +39,6 @@ from toolserver.integrations.trl import PythonSessions, toolserver_tools  # noqa
 
 COUNTER = 'n = n + 1 if "n" in globals() else 1\nprint(n)'  # 1, 2, ... in a session; always 1 without one
 TOOL_CALL = "<tool_call>\n" + json.dumps({"name": "python", "arguments": {"code": COUNTER}}) + "\n</tool_call>"
-END = "<|im_end|>"
 PYTHON_OK = 'toolserver_calls_total{outcome="OK",tool="python"}'
 
 
@@ -171,14 +170,7 @@ def test_unknown_tools_and_settings_are_refused():
 def scripted_policy() -> tuple[Qwen2ForCausalLM, PreTrainedTokenizerFast]:
     """The bigram model of the module's docstring and its tokenizer: 256 byte tokens, the
     chat's special tokens and TOOL_CALL as one token."""
-    vocab = {char: index for index, char in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
-    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, eos_token=END, pad_token="<|endoftext|>",
-                                        additional_special_tokens=["<|im_start|>"],
-                                        chat_template=qwen2_5_chat_template)
-    tokenizer.add_tokens([TOOL_CALL])
+    tokenizer = byte_chat_tokenizer(qwen2_5_chat_template, added=(TOOL_CALL,))
     newline, call, end = (tokenizer.convert_tokens_to_ids(token) for token in ("Ċ", TOOL_CALL, END))
 
     torch.manual_seed(0)
