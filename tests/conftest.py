@@ -20,7 +20,7 @@ import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc
 import grpc  # noqa: E402
 from sandbox.jail import Slot
 from sandbox.slots import discover_slots
-from toolserver.client import ToolClient
+from toolserver.client import NotFound, ToolClient
 from toolserver.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,6 +162,15 @@ class RunningServer:
 
     def client(self) -> ToolClient:
         return ToolClient(self.target, timeout_s=60)
+
+    def session_is_open(self, session_id: str) -> bool:
+        """Whether a call in the session runs (NOT_FOUND once it is closed)."""
+        with self.client() as client:
+            try:
+                client.run_python("1", session_id=session_id)
+            except NotFound:
+                return False
+        return True
 
     def stop(self) -> int:
         if self.process.poll() is None:

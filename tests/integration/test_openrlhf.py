@@ -13,10 +13,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import RunningServer
-from toolserver.client import NotFound
 from toolserver.integrations import openrlhf as adapter
 from toolserver.integrations.calls import FleetConfig, FleetConfigError
-from toolserver.v1 import toolserver_pb2 as pb
 
 PROMPT = "<|im_start|>user\nWhat is 6 * 7? Use python.<|im_end|>\n<|im_start|>assistant\n"
 
@@ -48,15 +46,6 @@ def feedback(*texts: str) -> str:
     return adapter.FEEDBACK.format(responses="\n".join(adapter.RESPONSE.format(text=text) for text in texts))
 
 
-def session_alive(fleet, session_id: str) -> bool:
-    with fleet.client() as client:
-        try:
-            client.execute(pb.ExecuteRequest(python=pb.PythonCall(code="1", session_id=session_id)))
-        except NotFound:
-            return False
-    return True
-
-
 def test_settings_come_from_the_environment():
     environ = {"TOOLSERVER_TARGET": "dns:///toolserver:50051", "TOOLSERVER_TIMEOUT_S": "5",
                "TOOLSERVER_MAX_OUTPUT_CHARS": "100", "TOOLSERVER_TOKEN": "secret", "OTHER": "x"}
@@ -79,7 +68,7 @@ async def test_an_episode_keeps_one_session_across_hermes_and_fenced_calls(fleet
     assert first["environment_feedback"].startswith("\n<|im_start|>user\n<tool_response>\n")
     assert first["sampling_params"].max_tokens == 100
     session_id = agent.session_id
-    assert session_id and session_alive(fleet, session_id)
+    assert session_id and fleet.session_is_open(session_id)
 
     text = PROMPT + first_action + first["environment_feedback"]
     second = await agent.step(states("Check it:\n```python\nprint(x + 0)\n```\n", observation=text))
@@ -88,7 +77,7 @@ async def test_an_episode_keeps_one_session_across_hermes_and_fenced_calls(fleet
     final = await agent.step(states("The answer is <answer>42</answer>."))
     assert final["done"] is True and final["rewards"].item() == 1.0 and final["scores"] == 1.0
     assert final["environment_feedback"] == ""
-    assert agent.session_id == "" and not session_alive(fleet, session_id)
+    assert agent.session_id == "" and not fleet.session_is_open(session_id)
     logs = final["extra_logs"]
     assert logs["turns"] == 3 and logs["tool_calls"] == 2 and logs["tool_errors"] == 0
     assert all(isinstance(value, (int, float)) for value in logs.values())  # OpenRLHF makes tensors of them
@@ -144,7 +133,7 @@ async def test_the_executor_closes_the_sessions_of_each_execute(fleet, target, m
 
     monkeypatch.setattr(adapter.MultiTurnAgentExecutor, "execute", budget_runs_out)
     output = await adapter.AgentExecutor().execute(PROMPT, "42", None, 1024, None, None)
-    assert output["session_id"] and not session_alive(fleet, output["session_id"])
+    assert output["session_id"] and not fleet.session_is_open(output["session_id"])
 
 
 class CharTokenizer:

@@ -10,9 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.conftest import RunningServer
-from toolserver.client import NotFound
 from toolserver.integrations.calls import FleetConfig, FleetConfigError
-from toolserver.v1 import toolserver_pb2 as pb
 
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="skyrl-gym is not installed (extra skyrl)")
 from toolserver.integrations import skyrl  # noqa: E402
@@ -39,15 +37,6 @@ def make_env(ground_truth: str = "42", max_turns: int = 5, **env_config) -> skyr
 
 def hermes(name: str, **arguments) -> str:
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
-
-
-def session_alive(fleet, session_id: str) -> bool:
-    with fleet.client() as client:
-        try:
-            client.execute(pb.ExecuteRequest(python=pb.PythonCall(code="1", session_id=session_id)))
-        except NotFound:
-            return False
-    return True
 
 
 def test_tool_groups_answer_text_and_python_is_stateless_without_a_session(config):
@@ -79,7 +68,7 @@ def test_an_episode_keeps_one_session_and_close_ends_it(fleet):
     assert first["observations"] == [{"role": "user", "content": "<tool_response>\nvalue: 42\n</tool_response>"}]
     assert first["metadata"] == {"tool_calls": ["python"]}
     session_id = env.python.session_id
-    assert session_id and session_alive(fleet, session_id)
+    assert session_id and fleet.session_is_open(session_id)
 
     second = env.step("Check: <tool><python>print(x + 0)</python></tool>")
     assert second["observations"][0]["content"] == "<tool_response>\nstdout:\n42\n\n</tool_response>"
@@ -92,7 +81,7 @@ def test_an_episode_keeps_one_session_and_close_ends_it(fleet):
     assert metrics["turns"] == 3 and metrics["calls"] == 3 and metrics["errors"] == 0
 
     env.close()
-    assert env.python.session_id == "" and not session_alive(fleet, session_id)
+    assert env.python.session_id == "" and not fleet.session_is_open(session_id)
     env.close()  # a second close does nothing
 
 

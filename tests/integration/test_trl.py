@@ -79,15 +79,6 @@ def open_sessions(server: RunningServer) -> float:
     return scrape(server)["toolserver_sessions_open"]
 
 
-def gone(server: RunningServer, session_id: str) -> bool:
-    with server.client() as client:
-        try:
-            client.run_python("1", session_id=session_id)
-        except NotFound:
-            return True
-    return False
-
-
 def test_a_session_opens_at_the_rollouts_first_call_and_serves_all_its_calls(trl_server, loop):
     environment = sessions(trl_server)()
     environment.reset(prompt=[{"role": "user", "content": "hi"}])
@@ -98,7 +89,7 @@ def test_a_session_opens_at_the_rollouts_first_call_and_serves_all_its_calls(trl
     assert on(loop, environment.python("x")) == "value: {2: 3, 3: 2, 5: 1}"
     assert environment.session_id == opened and environment.stats.calls == 2 and environment.stats.failed == 0
     environment.reset()
-    assert environment.session_id == "" and gone(trl_server, opened) and open_sessions(trl_server) == 0
+    assert environment.session_id == "" and not trl_server.session_is_open(opened) and open_sessions(trl_server) == 0
 
 
 def test_the_next_rollout_gets_a_fresh_interpreter(trl_server, loop):
@@ -121,7 +112,7 @@ def test_the_factory_closes_the_sessions_its_environments_hold(trl_server, loop)
         held.append(environment.session_id)
     assert open_sessions(trl_server) == 2
     factory.close()
-    assert all(gone(trl_server, session_id) for session_id in held) and open_sessions(trl_server) == 0
+    assert all(not trl_server.session_is_open(session_id) for session_id in held) and open_sessions(trl_server) == 0
     factory.close()  # nothing left to close
 
 

@@ -17,7 +17,6 @@ import pytest
 
 from tests.chat_tokenizer import END, byte_chat_tokenizer
 from tests.conftest import RunningServer
-from toolserver.client import ToolClient, ToolServerError
 
 pytest.importorskip("verl.experimental.agent_loop", reason="the verl extra: pip install -e '.[verl]'")
 import verl.trainer.config  # noqa: E402
@@ -32,10 +31,15 @@ QWEN_TEMPLATE = pytest.importorskip("trl.chat_template_utils").qwen2_5_chat_temp
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory):
+def server(tmp_path_factory):
     running = RunningServer(tmp_path_factory.mktemp("verl-loop"), workers=2, sessions=2)
-    yield running.target
+    yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def target(server) -> str:
+    return server.target
 
 
 def tool_call(code: str) -> str:
@@ -74,22 +78,13 @@ async def trajectory(target: str, turns: list[str]):
     return output, answers, model
 
 
-def session_is_open(target: str, session_id: str) -> bool:
-    with ToolClient(target) as client:
-        try:
-            client.run_python("1", session_id=session_id)
-        except ToolServerError:
-            return False
-    return True
-
-
-async def test_a_trajectory_runs_its_calls_in_one_session_and_masks_their_answers(target):
+async def test_a_trajectory_runs_its_calls_in_one_session_and_masks_their_answers(server):
     turns = [tool_call("x = 6 * 7"), tool_call("print(x)"), "The answer is 42." + END]
-    output, answers, model = await trajectory(target, turns)
+    output, answers, model = await trajectory(server.target, turns)
     assert model == "".join(turns)  # the loss sees the model's tokens, all of them
     assert "stdout:\n42\n" in answers and "NameError" not in answers  # the second call saw the first's x
     assert output.extra_fields[STATS_KEY]["calls"] == 2 and output.extra_fields[STATS_KEY]["outcomes"] == {"OK": 2}
-    assert not session_is_open(target, output.extra_fields[SESSION_KEY])  # closed when the trajectory ended
+    assert not server.session_is_open(output.extra_fields[SESSION_KEY])  # closed when the trajectory ended
 
 
 async def test_the_models_errors_reach_it_as_tool_answers(target):

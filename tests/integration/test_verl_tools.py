@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from tests.conftest import RunningServer, free_port
-from toolserver.client import ToolClient, ToolServerError
+from toolserver.client import ToolClient
 
 pytest.importorskip("verl.experimental.agent_loop", reason="the verl extra: pip install -e '.[verl]'")
 from omegaconf import OmegaConf  # noqa: E402
@@ -29,10 +29,15 @@ FUNCTION_TOOLS = importlib.util.find_spec("toolserver.integrations.verl_function
 
 
 @pytest.fixture(scope="module")
-def target(tmp_path_factory):
+def server(tmp_path_factory):
     running = RunningServer(tmp_path_factory.mktemp("verl-tools"), workers=2, sessions=3)
-    yield running.target
+    yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def target(server) -> str:
+    return server.target
 
 
 @pytest.fixture
@@ -71,15 +76,6 @@ async def call(tool, parameters: dict, data: AgentData | None = None) -> str:
     return response.text
 
 
-def session_is_open(target: str, session_id: str) -> bool:
-    with ToolClient(target) as client:
-        try:
-            client.run_python("1", session_id=session_id)
-        except ToolServerError:
-            return False
-    return True
-
-
 def test_the_schemas_come_from_the_server_in_verls_flat_shape(tools):
     python = tools["python"].tool_schema.function
     assert "code" in python.parameters.properties and "session_id" not in python.parameters.properties
@@ -88,15 +84,15 @@ def test_the_schemas_come_from_the_server_in_verls_flat_shape(tools):
     assert tools["code_interpreter"].tool == "python"
 
 
-async def test_a_trajectory_keeps_one_session_across_calls_and_closes_it(tools, target):
+async def test_a_trajectory_keeps_one_session_across_calls_and_closes_it(server, tools):
     data = agent_data()
     async with adapter.trajectory_sessions() as opened:
         assert "outcome" not in await call(tools["python"], {"code": "x = 20"}, data)
         turn = await asyncio.gather(*(call(tools["python"], {"code": "x + 22"}, data) for _ in range(3)))
         assert turn == ["value: 42"] * 3  # parallel calls of one turn share the one session
         session_id = data.extra_fields[adapter.SESSION_KEY]
-        assert len(opened) == 1 and session_is_open(target, session_id)
-    assert not session_is_open(target, session_id)
+        assert len(opened) == 1 and server.session_is_open(session_id)
+    assert not server.session_is_open(session_id)
     assert data.extra_fields[adapter.STATS_KEY]["calls"] == 4
     assert data.extra_fields[adapter.STATS_KEY]["outcomes"] == {"OK": 4}
 
