@@ -19,6 +19,7 @@ dequantised by transformers on load, so a GGUF model trains at the loaded dtype.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 from pathlib import Path
 from typing import Sequence
 
@@ -77,6 +78,12 @@ def positions(mask: torch.Tensor, width: int) -> torch.Tensor:
     return (mask.cumsum(dim=1) - 1).clamp(min=0)[:, mask.shape[1] - width:]
 
 
+def cache_argument(model: PreTrainedModel) -> str:
+    """The name under which the model's forward takes and returns its KV cache:
+    `past_key_values` up to transformers 5.10 (verl's pin), `cache` in later releases."""
+    return "past_key_values" if "past_key_values" in inspect.signature(model.forward).parameters else "cache"
+
+
 class HFPolicy:
     """`policy.TrainablePolicy` over a transformers causal LM: batched sampling with its KV cache."""
 
@@ -90,6 +97,7 @@ class HFPolicy:
         self.device = model.device
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.max_len: int = model.config.max_position_embeddings
+        self.cache_name = cache_argument(model)
 
     def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float
                           ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -106,8 +114,8 @@ class HFPolicy:
                      ) -> tuple[torch.Tensor, Cache]:
         """Logits [B, V] after `ids` [B, T] that follow `cache`, and the grown cache."""
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions(mask, ids.shape[1]),
-                         cache=cache, use_cache=True, logits_to_keep=1)
-        return out.logits[:, -1], out.cache
+                         use_cache=True, logits_to_keep=1, **{self.cache_name: cache})
+        return out.logits[:, -1], getattr(out, self.cache_name)
 
     @torch.no_grad()
     def generate(self, contexts: Sequence[Sequence[int]], stop: StopFn,
