@@ -1,13 +1,15 @@
 """The start-up proof that the jail holds, judged from the host side.
 
 firejail silently runs a program unsandboxed when it believes it is already inside a
-container, so flags prove nothing. This probe starts a real zygote through the exact
-command line the workers use, runs calls in it like any caller's, and checks what they
-saw: the uid, seccomp, capabilities, no new privileges, network interfaces, namespaces of
-its own (pid, IPC, mount, network, UTS), that no Unix socket of the host and no System V
-IPC can be reached, which paths are writable, the home's cap, hidden host files, limits
-that trip (one over all of a call's processes, with a memory cgroup), and that nothing of
-one call is left for the next. Every check must pass for the server to serve.
+container, so flags prove nothing. First the server shows it can do to a slot what it
+must (own its scratch directory, kill what its uid runs: a container may forbid both);
+then this probe starts a real zygote through the exact command line the workers use,
+runs calls in it like any caller's, and checks what they saw: the uid, seccomp,
+capabilities, no new privileges, network interfaces, namespaces of its own (pid, IPC,
+mount, network, UTS), that no Unix socket of the host and no System V IPC can be
+reached, which paths are writable, the home's cap, hidden host files, limits that trip
+(one over all of a call's processes, with a memory cgroup), and that nothing of one call
+is left for the next. Every check must pass for the server to serve.
 No probe sends a packet anywhere.
 """
 
@@ -19,13 +21,15 @@ import dataclasses
 import json
 import os
 import socket
+import subprocess
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterator
 
 from sandbox.calls import CallLimits, CallRequest
 from sandbox.cgroups import MemoryCgroup
 from sandbox.jail import Slot
-from sandbox.slots import prepare_scratch, running_as_root
+from sandbox.slots import kill_slot_processes, prepare_scratch, processes_of_uid, running_as_root
 from sandbox.worker import WorkerLost, Zygote, ZygoteSpec
 
 INSPECT = r"""
@@ -171,17 +175,60 @@ def secret_targets() -> list[str]:
     return ["/etc/shadow", "/root", os.path.dirname(os.path.abspath(__file__))]
 
 
+def check_slot_control(slot: Slot) -> list[Check]:
+    """What the server itself must be able to do to a slot before any jail runs in it:
+    make its scratch directory its own (create, wipe, chown, chmod), and kill what its uid
+    runs. In a container without CHOWN, FOWNER, DAC_OVERRIDE or KILL, or with a read-only
+    root filesystem, these fail: the server must say so, not crash at start-up."""
+    try:
+        prepare_scratch(slot)
+    except OSError as exc:
+        return [Check("slot_scratch", False, f"cannot prepare {slot.scratch} for uid {slot.uid}: {exc} "
+                      "(needs a writable scratch_root and, as root, CAP_CHOWN, CAP_FOWNER, CAP_DAC_OVERRIDE)")]
+    checks = [Check("slot_scratch", True, f"{slot.scratch} owned by uid {slot.uid}, mode 0700")]
+    if not running_as_root():
+        return checks
+    try:
+        # What a crashed call leaves behind: a process of the slot's uid outside any jail
+        # (cat, which also ends by itself when its stdin closes), reaped as soon as it dies.
+        leftover = subprocess.Popen(["cat"], user=slot.uid, group=slot.gid, extra_groups=[],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError as exc:
+        return checks + [Check("slot_processes_killed", False,
+                               f"cannot start a process as uid {slot.uid}: {exc} (needs CAP_SETUID, CAP_SETGID)")]
+    reaper = threading.Thread(target=leftover.wait, daemon=True)
+    reaper.start()
+    try:
+        kill_slot_processes(slot)
+        reaper.join(5)
+        left = processes_of_uid(slot.uid)
+        checks.append(Check("slot_processes_killed", not left, "every process of the uid killed" if not left
+                            else f"processes {left} of uid {slot.uid} survived SIGKILL"))
+    except OSError as exc:
+        checks.append(Check("slot_processes_killed", False,
+                            f"cannot kill the processes of uid {slot.uid}: {exc} (needs CAP_KILL)"))
+    finally:
+        assert leftover.stdin is not None
+        with contextlib.suppress(OSError):
+            leftover.stdin.close()
+        reaper.join(5)
+    return checks
+
+
 async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | None = None) -> list[Check]:
     """Runs the probe in slot through spec's command line (in cgroup, the slot's memory
     cgroup, when the server has them); returns every check."""
-    prepare_scratch(slot)
+    checks = check_slot_control(slot)
+    if failed(checks):
+        return checks
     zygote = Zygote(spec, slot, cgroup)
-    checks: list[Check] = []
     try:
         try:
             hello = await zygote.start()
         except WorkerLost as exc:
-            return [Check("starts", False, str(exc))]
+            checks.append(Check("starts", False, str(exc)))
+            return checks
         checks.append(Check("starts", True, f"zygote pid {hello.get('pid')} in the jail"))
         with host_unix_socket(slot) as (path, listener):
             code = (f"WRITE_TARGETS = {write_targets(spec)!r}\n"
@@ -211,10 +258,13 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | Non
         spin = await zygote.run(probe_request("spin", SPIN, timeout_ms=300), 30)
         checks.append(Check("time_limit_trips", spin.get("outcome") == "TIMEOUT",
                             f"a spin under 300 ms gave {spin.get('outcome')}"))
-    except (WorkerLost, ValueError, SyntaxError) as exc:
+    except (WorkerLost, ValueError, SyntaxError, OSError) as exc:
         checks.append(Check("probe_completes", False, f"probe broke off: {exc}"))
     finally:
-        await zygote.kill()
+        try:
+            await zygote.kill()
+        except OSError as exc:
+            checks.append(Check("probe_completes", False, f"cannot end the probe's jail: {exc}"))
     return checks
 
 

@@ -30,8 +30,14 @@ def slot_user_name(prefix: str, index: int) -> str:
     return f"{prefix}{index}"
 
 
-def create_slot_users(prefix: str, count: int, scratch_root: Path) -> list[str]:
-    """Creates the missing system users prefix0..prefix{count-1}; returns those created."""
+def create_slot_users(prefix: str, count: int, scratch_root: Path, first_uid: int | None = None) -> list[str]:
+    """Creates the missing system users prefix0..prefix{count-1}; returns those created.
+
+    With first_uid, user i gets uid and gid first_uid + i (an image fixes them: the
+    node's kernel counts RLIMIT_NPROC per uid across containers, so slot uids must not
+    be the 999 and below that `useradd --system` picks, and other images use); without,
+    useradd chooses.
+    """
     if not running_as_root():
         raise PermissionError("creating sandbox users needs root")
     created = []
@@ -39,14 +45,23 @@ def create_slot_users(prefix: str, count: int, scratch_root: Path) -> list[str]:
         name = slot_user_name(prefix, index)
         home = str(scratch_root / name)
         try:
-            if pwd.getpwnam(name).pw_dir != home:
+            entry = pwd.getpwnam(name)
+            if first_uid is not None and entry.pw_uid != first_uid + index:
+                log.warning("slot user %s exists with uid %d, not %d: kept", name, entry.pw_uid, first_uid + index)
+            if entry.pw_dir != home:
                 subprocess.run(["usermod", "--home", home, name], check=True, capture_output=True)
             continue
         except KeyError:
             pass
+        if first_uid is None:
+            ids = ["--user-group"]
+        else:
+            uid = str(first_uid + index)
+            subprocess.run(["groupadd", "--system", "--gid", uid, name], check=True, capture_output=True)
+            ids = ["--uid", uid, "--gid", uid]
         subprocess.run(
-            ["useradd", "--system", "--user-group", "--no-create-home",
-             "--home-dir", str(scratch_root / name), "--shell", "/usr/sbin/nologin", name],
+            ["useradd", "--system", *ids, "--no-create-home", "--no-log-init",
+             "--home-dir", home, "--shell", "/usr/sbin/nologin", name],
             check=True, capture_output=True,
         )
         created.append(name)

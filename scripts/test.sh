@@ -3,6 +3,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLSERVER_EXTRAS="${TOOLSERVER_EXTRAS:-dev,http,mcp,dense,trainer,hf,verl,trl,skyrl}" bash "$ROOT/scripts/setup.sh"
+# podman, runc and debootstrap for tests/container/ (marker container), which build the image themselves.
+if [ "$(id -u)" -eq 0 ]; then bash "$ROOT/deploy/build-local.sh" --tools; fi
 cd "$ROOT"
 status=0
 "${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin/python" -m pytest -q -ra "$@" || status=$?

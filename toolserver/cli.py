@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     setup = sub.add_parser("setup-sandbox", help="create the sandbox slot users (root)")
     setup.add_argument("--config")
+    setup.add_argument("--first-uid", type=int,
+                       help="give slot user i the uid and gid FIRST_UID + i (an image fixes them); "
+                            "default: useradd picks system uids")
     return parser
 
 
@@ -183,7 +186,8 @@ def cmd_setup_sandbox(args: argparse.Namespace) -> int:
     root = Path(settings.sandbox.scratch_root)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
-    created = create_slot_users(settings.sandbox.user_prefix, settings.sandbox.first_slot + settings.sandbox.slots, root)
+    created = create_slot_users(settings.sandbox.user_prefix, settings.sandbox.first_slot + settings.sandbox.slots, root,
+                                first_uid=args.first_uid)
     print(f"sandbox slot users: {settings.sandbox.slots} ({len(created)} created), scratch under {root}")
     return 0
 

@@ -1,18 +1,22 @@
 """The deployment files under deploy/: every YAML file parses, and the invariants that
 keep a deployed server correct hold (gRPC probes, headless Service, grace period above
 the drain timeout, resources, HPA target, network policy, settings that load, what the
-image installs). No container engine or cluster is needed: the files are read, and the
-settings and policies they carry are loaded by the server's own loaders."""
+image installs, compose and the Deployment giving the same security context), and the
+manifests validate against the Kubernetes API's own schemas (kubernetes-validate,
+offline, strict). No container engine or cluster is needed: the files are read, and the
+settings and policies they carry are loaded by the server's own loaders. The image is
+built and run for real in tests/container/ (marker `container`)."""
 
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
 
-from toolserver.config import load_settings
+from toolserver.config import Settings, load_settings
 from toolserver.policy import load_policies, validate_against_settings
 from toolserver.server import LOOPBACK_HOSTS, load_caller_policies
 
@@ -250,7 +254,10 @@ def test_dockerfile_default_settings_load(tmp_path):
 def test_compose_runs_the_image_with_what_firejail_needs():
     compose = documents(DEPLOY / "compose.yaml")[0]
     for name, service in compose["services"].items():
+        assert service["cap_drop"] == ["ALL"], name  # nothing of the runtime's default set
         assert {"SYS_ADMIN", "NET_ADMIN"} <= set(service["cap_add"]), name
+        if not service["read_only"]:  # the server enters other uids' jails to cap their homes
+            assert "SYS_PTRACE" in service["cap_add"], name
         assert "seccomp=unconfined" in service["security_opt"], name
         assert "apparmor=unconfined" in service["security_opt"], name
         assert service["environment"]["container"] == "docker", name
@@ -264,3 +271,94 @@ def test_compose_runs_the_image_with_what_firejail_needs():
 def parse_seconds(value: str) -> float:
     number, unit = re.fullmatch(r"(\d+)(s|m)", value).groups()
     return float(number) * (60 if unit == "m" else 1)
+
+
+def compose_service(name: str = "toolserver") -> dict:
+    return documents(DEPLOY / "compose.yaml")[0]["services"][name]
+
+
+def test_compose_and_the_deployment_give_the_same_security_context():
+    context = container()["securityContext"]
+    service = compose_service()
+    assert sorted(service["cap_add"]) == sorted(context["capabilities"]["add"])
+    assert service["environment"]["container"] == "docker"
+    assert service["read_only"] is True and context["readOnlyRootFilesystem"] is True
+    # What the server and firejail write: tmpfs in compose, memory-backed emptyDirs in the pod.
+    volumes = {v["name"]: v for v in deployment()["spec"]["template"]["spec"]["volumes"]}
+    written = {m["mountPath"] for m in container()["volumeMounts"] if "emptyDir" in volumes[m["name"]]}
+    assert written == set(service["tmpfs"]) == {"/run", Settings().sandbox.scratch_root}
+    for mount in container()["volumeMounts"]:
+        if "emptyDir" in volumes[mount["name"]]:
+            assert volumes[mount["name"]]["emptyDir"]["medium"] == "Memory"
+
+
+def test_compose_resources_are_variables_with_defaults():
+    """Docker Engine refuses a container asking for more CPUs than the machine has."""
+    for name, service in documents(DEPLOY / "compose.yaml")[0]["services"].items():
+        for key in ("cpus", "mem_limit"):
+            assert re.fullmatch(r"\$\{TOOLSERVER_\w+:-[0-9]+g?\}", str(service[key])), (name, key, service[key])
+    default_cpus = re.fullmatch(r"\$\{\w+:-(\d+)\}", compose_service()["cpus"]).group(1)
+    assert int(default_cpus) >= Settings().python.workers
+
+
+@pytest.mark.parametrize("path", [DEPLOY / "Dockerfile", DEPLOY / "lean" / "Dockerfile"],
+                         ids=lambda p: str(p.relative_to(DEPLOY)))
+def test_dockerfiles_take_their_base_image_as_an_argument(path):
+    instructions = dockerfile_instructions(path)
+    froms = [line for line in instructions if line.startswith("FROM ")]
+    assert froms == ["FROM ${BASE_IMAGE}"]
+    assert "ARG BASE_IMAGE=debian:12-slim" in instructions[:instructions.index(froms[0])]
+
+
+def test_dockerfile_makes_a_slot_user_for_every_slot_outside_system_uids():
+    instructions = dockerfile_instructions(DEPLOY / "Dockerfile")
+    runs = " ".join(line for line in instructions if line.startswith("RUN "))
+    assert re.search(r"toolserver setup-sandbox --config /etc/toolserver/toolserver.toml\s+"
+                     r"--first-uid \"\$SLOT_UID_BASE\"", runs)
+    assert "useradd" not in runs and not any(line.startswith("ARG SLOTS") for line in instructions)
+    settings_written = runs.index("> /etc/toolserver/toolserver.toml")
+    assert settings_written < runs.index("toolserver setup-sandbox")  # the users follow the image's settings
+    (base,) = [int(line.split("=")[1]) for line in instructions if line.startswith("ARG SLOT_UID_BASE=")]
+    assert 60000 < base and base + Settings().sandbox.slots <= 65533  # above system uids, below nobody
+
+
+def test_pip_settings_reach_the_build_as_secrets_never_as_arguments():
+    instructions = dockerfile_instructions(DEPLOY / "Dockerfile")
+    args = [line.split()[1].split("=")[0] for line in instructions if line.startswith("ARG ")]
+    assert set(args) == {"BASE_IMAGE", "SLOT_UID_BASE", "TOOLSERVER_EXTRAS"}
+    (install,) = [line for line in instructions if "pip install" in line]
+    assert "--mount=type=secret,id=pip.conf" in install and "--mount=type=secret,id=pip-ca.pem" in install
+    assert "PIP_CONFIG_FILE=/run/secrets/pip.conf" in install and "PIP_CERT=/run/secrets/pip-ca.pem" in install
+    script = (DEPLOY / "build-local.sh").read_text()
+    assert "--secret \"id=pip.conf,src=" in script and "--build-arg PIP" not in script
+
+
+def test_dockerignore_admits_only_the_package_sources():
+    patterns = [line for line in (ROOT / ".dockerignore").read_text().splitlines()
+                if line and not line.startswith("#")]
+    assert patterns[0] == "*"
+    admitted = {line[1:].rstrip("/") for line in patterns if line.startswith("!")}
+    packages = {name.rstrip("*") for name in
+                tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]}
+    assert admitted == {"pyproject.toml", "README.md", "proto"} | packages
+    assert all((ROOT / path).exists() for path in admitted)
+
+
+# The oldest Kubernetes the manifests support, as deploy/README.md states it.
+OLDEST_KUBERNETES = re.search(r"Needs Kubernetes (1\.\d+) or later", (DEPLOY / "README.md").read_text()).group(1)
+
+
+@pytest.mark.parametrize("version", [OLDEST_KUBERNETES, "latest"])
+def test_manifests_validate_strictly_against_the_kubernetes_api(version):
+    validate = pytest.importorskip("kubernetes_validate")
+    from kubernetes_validate.utils import latest_version
+    version = latest_version() if version == "latest" else version
+    for doc in manifests():
+        validate.validate(doc, version, strict=True)  # raises ValidationError, unknown fields included
+
+
+def test_the_release_before_the_oldest_lacks_a_field_the_deployment_uses():
+    validate = pytest.importorskip("kubernetes_validate")
+    major, minor = OLDEST_KUBERNETES.split(".")
+    with pytest.raises(validate.ValidationError, match="appArmorProfile"):
+        validate.validate(deployment(), f"{major}.{int(minor) - 1}", strict=True)

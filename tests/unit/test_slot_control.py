@@ -1,0 +1,62 @@
+"""The self-test's first checks: the server can make a slot's scratch directory its own
+and kill what the slot's uid runs. Where it cannot (a container without CHOWN, FOWNER or
+KILL, a read-only root), the self-test reports a failed check instead of raising, so the
+server stays up NOT_SERVING with the reason (tests/container/ shows it in a real one)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import sandbox.slots
+from sandbox.jail import JailPolicy, Slot
+from sandbox.selftest import check_slot_control, failed, run_self_test
+from sandbox.slots import processes_of_uid
+from sandbox.worker import ZygoteSpec
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="slot users and killing their processes need root")
+
+
+@needs_root
+def test_a_slot_the_server_controls_passes(sandbox_slots):
+    (slot,) = sandbox_slots(1)
+    checks = check_slot_control(slot)
+    assert [(c.name, c.ok) for c in checks] == [("slot_scratch", True), ("slot_processes_killed", True)]
+    stat = slot.scratch.stat()
+    assert (stat.st_uid, stat.st_mode & 0o777) == (slot.uid, 0o700)
+    assert processes_of_uid(slot.uid) == []
+
+
+@needs_root
+def test_a_process_that_cannot_be_killed_is_a_failed_check_not_an_exception(sandbox_slots, monkeypatch):
+    (slot,) = sandbox_slots(1)
+
+    def refuse(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(sandbox.slots.os, "kill", refuse)
+    checks = check_slot_control(slot)
+    monkeypatch.undo()
+    (bad,) = failed(checks)
+    assert bad.name == "slot_processes_killed" and "CAP_KILL" in bad.detail
+    assert processes_of_uid(slot.uid) == []  # the probe's process ended by itself
+
+
+def test_a_scratch_directory_that_cannot_be_made_is_a_failed_check(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    slot = Slot("probe", os.getuid(), os.getgid(), tmp_path / "file" / "probe")
+    (bad,) = check_slot_control(slot)
+    assert bad.name == "slot_scratch" and not bad.ok and "Not a directory" in bad.detail
+
+
+async def test_the_self_test_returns_the_failed_check_without_starting_a_jail(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    slot = Slot("probe", os.getuid(), os.getgid(), tmp_path / "file" / "probe")
+    spec = ZygoteSpec(interpreter=sys.executable, preload=(), jail=JailPolicy())
+    checks = await run_self_test(dataclasses.replace(spec, guard=None), slot)
+    assert [(c.name, c.ok) for c in checks] == [("slot_scratch", False)]
+    assert not Path(slot.scratch).exists()
