@@ -8,6 +8,7 @@ scripts/test.sh does); skipped without them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -15,7 +16,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 import yaml
@@ -209,15 +210,21 @@ def image(tmp_path_factory) -> str:
     return IMAGE
 
 
-@pytest.fixture(scope="session")
-def server(image):
-    """compose.yaml's toolserver service as it is: its security context, its command."""
-    container = ServerContainer("compose", compose_service())
+@contextlib.contextmanager
+def serving(container: ServerContainer) -> Iterator[ServerContainer]:
+    """container once it reports SERVING; removed on the way out."""
     try:
         assert container.health() == health_pb2.HealthCheckResponse.SERVING, container.logs()[-3000:]
         yield container
     finally:
         container.remove()
+
+
+@pytest.fixture(scope="session")
+def server(image):
+    """compose.yaml's toolserver service as it is: its security context, its command."""
+    with serving(ServerContainer("compose", compose_service())) as container:
+        yield container
 
 
 @pytest.fixture(scope="session")
@@ -228,12 +235,8 @@ def jail_server(image, tmp_path_factory):
     command, mount = with_site_config(service, tmp_path_factory.mktemp("jail-site"), site_config(
         python={"workers": 2, "import_guard": False}, sessions={"max_sessions": 1},
         sandbox={"first_slot": 32, "slots": 8}))
-    container = ServerContainer("jail", service, command=command, extra_args=mount)
-    try:
-        assert container.health() == health_pb2.HealthCheckResponse.SERVING, container.logs()[-3000:]
+    with serving(ServerContainer("jail", service, command=command, extra_args=mount)) as container:
         yield container
-    finally:
-        container.remove()
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from toolserver.errors import Exhausted, InvalidRequest
-from toolserver.fronts.code_judge import refused, result, same_output, submission
+from toolserver.fronts.code_judge import refused, result, submission
+from toolserver.output_match import same_output
 from toolserver.v1 import toolserver_pb2 as pb
 
 

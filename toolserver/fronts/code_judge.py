@@ -24,6 +24,7 @@ from toolserver.config import Settings
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable
 from toolserver.fronts.http_json import counted_reply, read_json, status_for, with_error
+from toolserver.output_match import same_output
 from toolserver.policy import CallerPolicy, Policies
 from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
@@ -50,13 +51,6 @@ def submission(item: Any, where: str) -> tuple[str, pb.PythonCall, str | None]:
         raise InvalidRequest(f"{where}.solution is required")
     return (values["sub_id"] or uuid.uuid4().hex, pb.PythonCall(code=values["solution"], stdin=values["input"] or ""),
             values["expected_output"])
-
-
-def same_output(stdout: str, expected: str) -> bool:
-    """code-judge's comparison: equal once trailing whitespace of each line and the end is dropped."""
-    def lines(text: str) -> list[str]:
-        return [line.rstrip() for line in text.rstrip().splitlines()]
-    return lines(stdout) == lines(expected)
 
 
 def result(sub_id: str, response: pb.ExecuteResponse, expected: str | None) -> dict[str, Any]:

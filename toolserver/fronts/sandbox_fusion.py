@@ -18,7 +18,8 @@ import asyncio
 import base64
 import contextlib
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
@@ -31,6 +32,7 @@ from toolserver.fronts.http_json import counted_reply, read_json, status_for, wi
 from toolserver.policy import CallerPolicy, Policies
 from toolserver.v1 import toolserver_pb2 as pb
 
+T = TypeVar("T")
 FRONT = "sandbox_fusion"
 LANGUAGES = ("python", "python3")
 ANSWER_MARGIN_S = 10.0  # an answer comes within run_timeout + compile_timeout + this
@@ -161,6 +163,17 @@ def cell_result(response: pb.ExecuteResponse) -> dict[str, Any]:
     return result
 
 
+class TooLate(Exception):
+    """No answer within the time SandboxFusion's clients wait (HTTP 504, which verl retries)."""
+
+
+async def within(call: Awaitable[T], seconds: float) -> T:
+    try:
+        return await asyncio.wait_for(call, seconds)
+    except asyncio.TimeoutError:
+        raise TooLate(f"no answer within {seconds:.0f} s") from None
+
+
 class SandboxFusionFront:
     def __init__(self, dispatcher: Dispatcher, policies: Policies) -> None:
         self.dispatcher = dispatcher
@@ -175,34 +188,33 @@ class SandboxFusionFront:
         return PlainTextResponse("pong")
 
     async def run_code(self, request: Request) -> JSONResponse:
-        try:
-            caller, body = await read_json(request, self.policies)
-            call, language, answer_within_s = run_code_request(body)
-            if language not in LANGUAGES:
-                return self.reply(200, sandbox_error(f"language {language!r} is not supported here: only python"))
-            try:
-                response = await asyncio.wait_for(self.dispatcher.execute(call, caller), answer_within_s)
-            except asyncio.TimeoutError:
-                return self.reply(504, sandbox_error(f"no answer within {answer_within_s:.0f} s"))
-        except RequestError as exc:
-            code, message = status_of(exc)
-            return self.reply(status_for(exc, HTTP_STATUS, 200), sandbox_error(f"{code.name}: {message}"))
-        return self.reply(200, answer(response))
+        return await self.answered(request, self._run_code)
 
     async def run_jupyter(self, request: Request) -> JSONResponse:
+        return await self.answered(request, self._run_jupyter)
+
+    async def answered(self, request: Request,
+                       handle: Callable[[CallerPolicy, Any], Awaitable[dict[str, Any]]]) -> JSONResponse:
+        """The reply to what handle(caller, body) answers: HTTP 200 with it, 504 when it came
+        too late, a refused request with the front's status for its error."""
         try:
             caller, body = await read_json(request, self.policies)
-            cells, cell_timeout, total_timeout = run_jupyter_request(body)
-            answer_within_s = total_timeout + ANSWER_MARGIN_S
-            try:
-                notebook = await asyncio.wait_for(self.notebook(cells, cell_timeout, total_timeout, caller),
-                                                  answer_within_s)
-            except asyncio.TimeoutError:
-                return self.reply(504, sandbox_error(f"no answer within {answer_within_s:.0f} s"))
+            return self.reply(200, await handle(caller, body))
+        except TooLate as exc:
+            return self.reply(504, sandbox_error(str(exc)))
         except RequestError as exc:
             code, message = status_of(exc)
             return self.reply(status_for(exc, HTTP_STATUS, 200), sandbox_error(f"{code.name}: {message}"))
-        return self.reply(200, notebook)
+
+    async def _run_code(self, caller: CallerPolicy, body: Any) -> dict[str, Any]:
+        call, language, answer_within_s = run_code_request(body)
+        if language not in LANGUAGES:
+            return sandbox_error(f"language {language!r} is not supported here: only python")
+        return answer(await within(self.dispatcher.execute(call, caller), answer_within_s))
+
+    async def _run_jupyter(self, caller: CallerPolicy, body: Any) -> dict[str, Any]:
+        cells, cell_timeout, total_timeout = run_jupyter_request(body)
+        return await within(self.notebook(cells, cell_timeout, total_timeout, caller), total_timeout + ANSWER_MARGIN_S)
 
     async def notebook(self, cells: list[str], cell_timeout: float, total_timeout: float,
                        caller: CallerPolicy) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from toolserver.answer_text import answer_text
 from toolserver.client import NotFound, ToolServerError, python_request
 from toolserver.integrations.calls import (TOOLS, CallStats, FleetCalls, FleetConfig, FleetConfigError, fleet_calls,
                                            function_schema)
+from toolserver.output_match import same_output
 from toolserver.v1 import toolserver_pb2 as pb
 
 SESSION_KEY = "toolserver_session_id"
@@ -187,13 +188,6 @@ def solution_code(completion: str) -> str | None:
     """The last fenced Python block of a completion, or None where it has none."""
     blocks = FENCED.findall(completion)
     return blocks[-1] if blocks else None
-
-
-def same_output(actual: str, expected: str) -> bool:
-    """Equal up to trailing whitespace on each line and trailing blank lines."""
-    def lines(text: str) -> list[str]:
-        return [line.rstrip() for line in text.strip().splitlines()]
-    return lines(actual) == lines(expected)
 
 
 def case_result(response: pb.ExecuteResponse, expected: str) -> bool | int:
