@@ -397,6 +397,9 @@ def execute(child, request):
     the caller cleans up before it takes the next call.
     """
     cap = request["max_output_bytes"]
+    scratch_cap = request.get("max_scratch_mb", 0) << 20
+    # Before the request goes: once it has, the child writes while the parent looks.
+    scratch_base = scratch_used() if scratch_cap else 0  # the jail's tmpfs starts empty; a shared disk does not
     started = time.monotonic()
     payload = json.dumps(request).encode()
     try:
@@ -410,8 +413,6 @@ def execute(child, request):
         os.set_blocking(fd, False)
     open_fds = set(captures)
     deadline = started + request["timeout_ms"] / 1000.0
-    scratch_cap = request.get("max_scratch_mb", 0) << 20
-    scratch_base = scratch_used() if scratch_cap else 0  # the jail's tmpfs starts empty; a shared disk does not
     timed_out = over_scratch = False
     status = None
     while open_fds or status is None:
