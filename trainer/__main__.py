@@ -1,4 +1,4 @@
-"""`python -m trainer demo | train | eval`: the trainer's command line."""
+"""`python -m trainer demo | recipe | train | eval | dataset`: the trainer's command line."""
 
 from __future__ import annotations
 
@@ -25,6 +25,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--steps", type=int, help="RL steps (default 40)")
     demo.add_argument("--sft-steps", type=int, help="supervised warm-start steps (default 1000)")
     demo.add_argument("--heldout", type=int, help="held-out problems (default 100)")
+
+    recipe = sub.add_parser("recipe", help="warm start, then RL, with held-out accuracy before and after "
+                                           "(e.g. examples/smollm2_tool_use.toml)")
+    recipe.add_argument("--config", required=True, help="recipe TOML: TrainerConfig keys and the tables "
+                                                        "[problems], [warm_start], [held_out] (trainer/recipe.py)")
+    recipe.add_argument("--server", help="tool server target; default: start one for the run")
+    recipe.add_argument("--out", dest="out_dir", help="output directory (default: the config's out_dir)")
+    recipe.add_argument("--steps", type=int, help="RL steps")
+    recipe.add_argument("--threads", dest="torch_threads", type=int)
 
     for name, text in (("train", "RL on a JSONL dataset with any backend"),
                        ("eval", "pass@k of a policy on a JSONL dataset")):
@@ -66,6 +75,16 @@ def run_demo_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_recipe_command(args: argparse.Namespace) -> int:
+    from trainer.recipe import load_recipe, run_recipe
+
+    recipe = load_recipe(args.config, out_dir=args.out_dir, steps=args.steps, torch_threads=args.torch_threads)
+    summary = run_recipe(recipe, Path(recipe.rl.out_dir), server=args.server)
+    keys = [k for k in summary if k.startswith(("eval_", "champ_"))] + ["accuracy_gain", "seconds"]
+    print(json.dumps({k: summary[k] for k in keys}, indent=2))
+    return 0
+
+
 def run_train_or_eval(args: argparse.Namespace) -> int:
     from trainer.config import load_config
     from trainer.local_server import local_server
@@ -97,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return run_demo_command(args)
+        if args.command == "recipe":
+            return run_recipe_command(args)
         if args.command == "dataset":
             from trainer.datasets import export
             print(f"{export(args.name, args.out)} rows written to {args.out}")

@@ -60,7 +60,9 @@ def build_policy(cfg: TrainerConfig) -> tuple[TrainablePolicy, Tokenizer]:
     if cfg.backend == "hf":
         from trainer.policy_hf import load_hf_policy
         return load_hf_policy(model_path(cfg.model), device=cfg.device, temperature=cfg.temperature,
-                              threads=cfg.torch_threads, seed=cfg.seed, chat_template=cfg.chat_template)
+                              threads=cfg.torch_threads, seed=cfg.seed, chat_template=cfg.chat_template,
+                              lora_rank=cfg.lora_rank, lora_alpha=cfg.lora_alpha,
+                              prefix_cache_tokens=cfg.prefix_cache_tokens)
     from trainer.policy_vllm import load_vllm_policy
     return load_vllm_policy(model_path(cfg.model), stop_strings=get_format(cfg.format).stop_strings,
                             temperature=cfg.temperature, seed=cfg.seed, chat_template=cfg.chat_template)

@@ -53,6 +53,9 @@ class TrainerConfig:
     temperature: float = _f(1.0, "Sampling temperature; 1.0 keeps logprobs those of the policy itself (GRPO, DeepSeekMath).")
     torch_threads: int = _f(1, "torch intra-op threads, set explicitly: at the default count torch is 7-15x slower on a 2-core machine shared with the tool server.")
     seed: int = _f(0, "Seed of sampling, data order and RoC down-sampling.")
+    lora_rank: int = _f(0, "hf: train LoRA adapters of this rank on every linear layer (peft) instead of all weights; 0 trains all weights.")
+    lora_alpha: float = _f(32.0, "hf: LoRA scaling alpha (the update is scaled by alpha / rank).")
+    prefix_cache_tokens: int = _f(65536, "hf: tokens of KV cache kept between a rollout's turns, so a turn after a tool call feeds only the observation; 0 turns it off.")
     # the data
     dataset: str = _f("", "JSONL of {problem, answer} (math) or {problem, tests} (code) rows: what `train` learns from.")
     # the server
@@ -94,6 +97,8 @@ class TrainerConfig:
             raise ConfigError(f"backend: {self.backend!r} is not one of {list(BACKENDS)}")
         if self.backend == "torch" and self.device != "cpu":
             raise ConfigError(f"device: the torch backend runs on cpu, not {self.device!r}; use backend 'hf' on a GPU")
+        if self.lora_rank and self.backend != "hf":
+            raise ConfigError(f"lora_rank: LoRA is for the hf backend, not {self.backend!r}")
         if self.chat_template and self.backend == "torch":
             raise ConfigError("chat_template: the torch backend's byte tokenizer has no chat template")
         if self.format not in FORMATS:
@@ -106,10 +111,11 @@ class TrainerConfig:
         for name in positive:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {getattr(self, name)}")
-        for name in ("rpc_timeout_s", "reward_timeout_s", "learning_rate"):
+        for name in ("rpc_timeout_s", "reward_timeout_s", "learning_rate", "lora_alpha"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name}: must be positive, got {getattr(self, name)}")
-        for name in ("max_tool_calls", "checkpoint_every", "kl_coef", "roc_no_tool_penalty", "roc_format_penalty"):
+        for name in ("max_tool_calls", "checkpoint_every", "kl_coef", "roc_no_tool_penalty", "roc_format_penalty",
+                     "lora_rank", "prefix_cache_tokens"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}: must not be negative, got {getattr(self, name)}")
         if not 0 < self.clip_low < 1:
@@ -140,11 +146,10 @@ def coerce(name: str, value: Any) -> Any:
     return value
 
 
-def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) -> TrainerConfig:
-    """Defaults, overridden by the TOML file's top-level keys, then by `overrides`
+def config_from_mapping(values: dict[str, Any], **overrides: Any) -> TrainerConfig:
+    """A validated config of `values` (TOML's top-level keys), overridden by `overrides`
     (command-line flags; None means not given). Unknown keys are refused."""
-    values = read_toml(path, "trainer config") if path is not None else {}
-    values.update({k: v for k, v in overrides.items() if v is not None})
+    values = {**values, **{k: v for k, v in overrides.items() if v is not None}}
     known = {f.name for f in dataclasses.fields(TrainerConfig)}
     unknown = sorted(set(values) - known)
     if unknown:
@@ -152,6 +157,11 @@ def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) ->
     cfg = TrainerConfig(**{k: coerce(k, v) for k, v in values.items()})
     cfg.validate()
     return cfg
+
+
+def load_config(path: str | os.PathLike[str] | None = None, **overrides: Any) -> TrainerConfig:
+    """Defaults, overridden by the TOML file's top-level keys, then by `overrides`."""
+    return config_from_mapping(read_toml(path, "trainer config") if path is not None else {}, **overrides)
 
 
 def help_text() -> dict[str, str]:

@@ -11,31 +11,19 @@ directory: `metrics.jsonl`, `summary.json`, `curves.png`, `sft_loss.png`, checkp
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
-import shutil
-import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from trainer.backends import tiny_notes
-from trainer.checkpoint import save_checkpoint
 from trainer.config import TrainerConfig
-from trainer.evaluate import evaluate_config
-from trainer.formats import get_format
-from trainer.local_server import local_server
 from trainer.policy_torch import TinyConfig, TinyTransformer, TorchPolicy
-from trainer.run_log import plot_series
-from trainer.sft import supervised_train
-from trainer.synthetic import train_and_heldout, warm_start_traces
+from trainer.recipe import HeldOut, Problems, Recipe, WarmStart, run_recipe
+from trainer.synthetic import DEMO_KINDS
 from trainer.tokenizer import ByteTokenizer
-from trainer.train import train
-
 
 def demo_rl_config() -> TrainerConfig:
     """The RL half of the demo: GRPO-RoC as in rStar2-Agent, sized for a 2-core CPU. The
@@ -65,56 +53,19 @@ class DemoConfig:
 
 def run_demo(cfg: DemoConfig, *, progress: bool = True) -> dict[str, Any]:
     """Runs the whole demo; returns (and writes) the summary."""
-    cfg.out.mkdir(parents=True, exist_ok=True)
-    (cfg.out / "metrics.jsonl").unlink(missing_ok=True)  # a demo is a fresh run: it never resumes
-    shutil.rmtree(cfg.out / "checkpoints", ignore_errors=True)
-    started = time.monotonic()
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     tokenizer = ByteTokenizer()
-    fmt = get_format(cfg.rl.format, cfg.rl.instructions)
-    train_set, heldout = train_and_heldout(cfg.train_problems, cfg.heldout_problems, cfg.seed)
-    traces = warm_start_traces(train_set, fmt, tokenizer, tool_share=cfg.tool_share,
-                               observation_budget=cfg.rl.max_observation_tokens, seed=cfg.seed)
     model = TinyTransformer(dataclasses.replace(cfg.model, vocab_size=tokenizer.vocab_size))
     policy = TorchPolicy(model, tokenizer.eos_id, temperature=cfg.rl.temperature, threads=cfg.threads,
                          seed=cfg.seed)
-    say = print if progress else (lambda *_: None)
-    say(f"warm start: {cfg.sft_steps} supervised steps on {len(traces)} traces "
-        f"({cfg.tool_share:.0%} use the tool), {sum(p.numel() for p in model.parameters()):,} weights")
-    losses = supervised_train(policy, traces, steps=cfg.sft_steps, batch_size=cfg.sft_batch,
-                              learning_rate=cfg.sft_learning_rate, seed=cfg.seed,
-                              on_step=lambda s, loss: say(f"  step {s + 1}: loss {loss:.3f}")
-                              if (s + 1) % 100 == 0 else None)
-    plot_series({"supervised loss": list(enumerate(losses, 1))}, cfg.out / "sft_loss.png")
-    save_checkpoint(cfg.out / "warm_start", cfg.sft_steps, model, None, tiny_notes(model))
-    sft_s = time.monotonic() - started
-    rl_cfg = dataclasses.replace(cfg.rl, out_dir=str(cfg.out), seed=cfg.seed, torch_threads=cfg.threads)
-    tasks = [p.task() for p in heldout]
-    server_cm = nullcontext(cfg.server) if cfg.server else local_server(cfg.out / "server")
-    with server_cm as server:
-        rl_cfg = dataclasses.replace(rl_cfg, server=server, reward="math")
-        held_out = lambda: asyncio.run(evaluate_config(rl_cfg, tasks, samples=cfg.eval_samples,
-                                                       ks=(1, cfg.eval_samples), policy=policy, tokenizer=tokenizer))
-        before = held_out()
-        say(f"held-out before RL: accuracy {before['accuracy']:.3f}, tool use {before['tool_use']:.2f}")
-        rl_started = time.monotonic()
-        asyncio.run(train(rl_cfg, [p.task() for p in train_set], policy=policy, tokenizer=tokenizer,
-                          progress=progress))
-        rl_s = time.monotonic() - rl_started
-        after = held_out()
-        say(f"held-out after RL: accuracy {after['accuracy']:.3f}, tool use {after['tool_use']:.2f}")
-    summary = {
-        "eval_before": before,
-        "eval_after": after,
-        "accuracy_gain": after["accuracy"] - before["accuracy"],
-        "seconds": {"warm_start": round(sft_s, 1), "rl": round(rl_s, 1),
-                    "total": round(time.monotonic() - started, 1)},
-        "warm_start": {"steps": cfg.sft_steps, "traces": len(traces), "tool_share": cfg.tool_share,
-                       "final_loss": losses[-1] if losses else None},
-        "model": dataclasses.asdict(model.cfg),
-        "rl_config": dataclasses.asdict(rl_cfg),
-        "threads": cfg.threads,
-    }
+    if progress:
+        print(f"{sum(p.numel() for p in model.parameters()):,} weights")
+    recipe = Recipe(rl=dataclasses.replace(cfg.rl, seed=cfg.seed, torch_threads=cfg.threads),
+                    problems=Problems(DEMO_KINDS, cfg.train_problems, cfg.heldout_problems),
+                    warm_start=WarmStart(cfg.tool_share, cfg.sft_steps, cfg.sft_batch, cfg.sft_learning_rate),
+                    held_out=HeldOut(samples=cfg.eval_samples))
+    summary = run_recipe(recipe, cfg.out, server=cfg.server, policy=policy, tokenizer=tokenizer, progress=progress)
+    summary["model"] = dataclasses.asdict(model.cfg)
     (cfg.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import random
 import statistics
+import time
 from typing import Sequence
 
 import torch
@@ -28,9 +29,10 @@ from trainer.tool_runner import ToolRunner
 def loss_inputs(policy: TrainablePolicy, model: torch.nn.Module, rollouts: Sequence[Rollout], temperature: float
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Logprobs under `model` (with gradients), sampling logprobs and the loss mask, each
-    [B, L-1] over left-padded prompt + completion: only completion tokens the policy
-    generated have mask 1."""
-    logprobs, _ = policy.sequence_logprobs(model, [r.prompt + r.tokens for r in rollouts], temperature)
+    [B, C] over the last C positions of left-padded prompt + completion (C: the longest
+    completion): only completion tokens the policy generated have mask 1."""
+    last = max(len(r.tokens) for r in rollouts)
+    logprobs, _ = policy.sequence_logprobs(model, [r.prompt + r.tokens for r in rollouts], temperature, last)
     old = torch.zeros_like(logprobs)
     mask = torch.zeros_like(logprobs)
     for i, r in enumerate(rollouts):
@@ -55,11 +57,16 @@ class Learner:
         self.rng = random.Random(cfg.seed)
         limits = RolloutLimits(cfg.max_tool_calls, cfg.max_completion_tokens, cfg.max_observation_tokens)
         self.loop = RolloutLoop(self.policy, runner, fmt, tokenizer, limits)
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.learning_rate)
+        self.trained = [p for p in self.model.parameters() if p.requires_grad]  # all, or LoRA adapters only
+        self.optimizer = torch.optim.AdamW(self.trained, lr=cfg.learning_rate)
         self.reference = copy.deepcopy(self.model).eval() if cfg.kl_coef > 0 else None
 
     async def step(self, tasks: Sequence[Task]) -> dict[str, float]:
+        """One step; its metrics include where its time went: `step_seconds`, and of it
+        `rollout/seconds` (sampling and tool calls), `reward/seconds`, `train/seconds`,
+        and the tokens the policy generated per second of rollout."""
         cfg = self.cfg
+        started = time.monotonic()
         n = cfg.rollouts_per_prompt
         prompts = [self.tokenizer.prompt_ids(self.fmt.prompt(t.problem)) for t in tasks]
         longest = max(len(p) for p in prompts) + cfg.max_completion_tokens
@@ -68,8 +75,10 @@ class Learner:
                              f"max_len {self.policy.max_len}")
         rollouts = await self.loop.run([p for p in prompts for _ in range(n)],
                                        [g for g in range(len(tasks)) for _ in range(n)])
+        rolled = time.monotonic()
         scores = await self.reward_fn([r.model_text(self.tokenizer) for r in rollouts],
                                       [t for t in tasks for _ in range(n)], self.reward_ctx)
+        scored_at = time.monotonic()
         for r, score in zip(rollouts, scores):
             r.reward = score if r.scorable else None
         metrics = rollout_metrics(rollouts)
@@ -92,6 +101,11 @@ class Learner:
         metrics["train/rollouts"] = float(len(kept))
         if kept:
             metrics.update(self.update(kept, torch.tensor(advantages)))
+        done = time.monotonic()
+        generated = sum(sum(r.mask) for r in rollouts)
+        metrics.update({"step_seconds": done - started, "rollout/seconds": rolled - started,
+                        "rollout/generated_tokens_per_s": generated / max(rolled - started, 1e-9),
+                        "reward/seconds": scored_at - rolled, "train/seconds": done - scored_at})
         return metrics
 
     def update(self, rollouts: Sequence[Rollout], advantages: torch.Tensor) -> dict[str, float]:
@@ -122,7 +136,7 @@ class Learner:
                 for k, v in parts.items():
                     sums[k] = sums.get(k, 0.0) + v * weight
             metrics = {f"train/{k}": v for k, v in sums.items()}
-            metrics["train/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0))
+            metrics["train/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.trained, 1.0))
             self.optimizer.step()
             self.policy.weights_updated()
         return metrics

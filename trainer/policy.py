@@ -22,10 +22,12 @@ class TrainablePolicy(Policy, Protocol):
     model: torch.nn.Module
     max_len: int   # longest prompt plus completion the model takes
 
-    def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float
-                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float,
+                          last: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Logprob of every token given the ones before it under `model`, [B, L-1] for
-        the sequences left-padded to width L, and the real-token mask of the same shape."""
+        the sequences left-padded to width L, and the real-token mask of the same shape;
+        with `last`, only the last `last` positions ([B, min(last, L-1)]: a loss that
+        covers completions only needs no more)."""
         ...
 
     def weights_updated(self) -> None: ...

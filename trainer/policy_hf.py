@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 from transformers.cache_utils import Cache
 
+from trainer.prefix_cache import Prefix, PrefixStore, batch_cache, row_prefix
 from trainer.rollout import Generation, StopFn
 from trainer.sampling import sample_round
 
@@ -39,14 +40,16 @@ class HFTokenizer:
     encode, special tokens dropped on decode; with `chat_template`, a prompt is the
     user turn of the model's chat template followed by the assistant's opening."""
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, *, chat_template: bool = False) -> None:
-        if tokenizer.eos_token_id is None:
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, *, chat_template: bool = False,
+                 eos_id: int | None = None) -> None:
+        eos_id = tokenizer.eos_token_id if eos_id is None else eos_id
+        if eos_id is None:
             raise ValueError(f"tokenizer {tokenizer.name_or_path!r} has no EOS token: a completion could never end")
         if chat_template and not tokenizer.chat_template:
             raise ValueError(f"tokenizer {tokenizer.name_or_path!r} has no chat template; set chat_template = false")
         self.tokenizer = tokenizer
         self.chat_template = chat_template
-        self.eos_id: int = tokenizer.eos_token_id
+        self.eos_id: int = eos_id
         self.pad_id: int = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_id
         self.vocab_size = len(tokenizer)
 
@@ -85,10 +88,11 @@ def cache_argument(model: PreTrainedModel) -> str:
 
 
 class HFPolicy:
-    """`policy.TrainablePolicy` over a transformers causal LM: batched sampling with its KV cache."""
+    """`policy.TrainablePolicy` over a transformers causal LM: batched sampling with its
+    KV cache, kept between a rollout's turns (`prefix_cache`)."""
 
     def __init__(self, model: PreTrainedModel, eos_id: int, pad_id: int, *, temperature: float = 1.0,
-                 threads: int = 1, seed: int = 0) -> None:
+                 threads: int = 1, seed: int = 0, prefix_cache_tokens: int = 1 << 16) -> None:
         torch.set_num_threads(threads)
         self.model = model
         self.eos_id = eos_id
@@ -97,25 +101,82 @@ class HFPolicy:
         self.device = model.device
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.max_len: int = model.config.max_position_embeddings
-        self.cache_name = cache_argument(model)
+        self.cache_name = cache_argument(model.get_base_model() if hasattr(model, "get_base_model") else model)
+        self.prefixes = PrefixStore(prefix_cache_tokens)
+        self.fed_tokens = 0        # tokens run through the model while sampling (prefill and decode)
+        self.generated_tokens = 0
 
-    def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float
-                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float,
+                          last: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         ids, mask = left_pad(seqs, self.pad_id, next(model.parameters()).device)
+        width = ids.shape[1] - 1 if last is None else min(last, ids.shape[1] - 1)
+        # Only the positions asked for go through the vocabulary-wide head and softmax.
         logits = model(input_ids=ids, attention_mask=mask, position_ids=positions(mask, ids.shape[1]),
-                       use_cache=False).logits
-        logp = F.log_softmax(logits[:, :-1].float() / temperature, dim=-1)
-        return logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1), mask[:, 1:] * mask[:, :-1]
+                       use_cache=False, logits_to_keep=width + 1).logits[:, :-1].float()
+        if temperature != 1.0:
+            logits = logits / temperature
+        logp = F.log_softmax(logits, dim=-1)
+        start = ids.shape[1] - width
+        targets = ids[:, start:]
+        return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1), mask[:, start:] * mask[:, start - 1:-1]
 
     def weights_updated(self) -> None:
-        """Sampling reads the same module the optimiser updates: nothing to copy."""
+        """Sampling reads the same module the optimiser updates: nothing to copy, but
+        caches computed under the old weights are dropped."""
+        self.prefixes.clear()
 
     def _next_logits(self, ids: torch.Tensor, mask: torch.Tensor, cache: Cache | None
                      ) -> tuple[torch.Tensor, Cache]:
         """Logits [B, V] after `ids` [B, T] that follow `cache`, and the grown cache."""
+        self.fed_tokens += int(mask[:, mask.shape[1] - ids.shape[1]:].sum())
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions(mask, ids.shape[1]),
                          use_cache=True, logits_to_keep=1, **{self.cache_name: cache})
         return out.logits[:, -1], getattr(out, self.cache_name)
+
+    def _first_logits(self, contexts: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor, Cache]:
+        """Logits, mask and cache after each context. Each context is fed only past the
+        longest prefix cached from an earlier turn, and identical contexts (a group's
+        shared prompt) are fed once and their cache rows copied."""
+        unique: dict[tuple[int, ...], int] = {}
+        owner = [unique.setdefault(tuple(c), len(unique)) for c in contexts]
+        firsts = list(unique)
+        prefixes = [self.prefixes.take(c) for c in firsts]
+        fresh = [j for j, p in enumerate(prefixes) if p is None]
+        if fresh and len(fresh) < len(firsts):
+            # Fed together, every continuing row would be padded to a fresh context's length.
+            for j, prefix in zip(fresh, self._prefill([firsts[j][:-1] for j in fresh])):
+                prefixes[j] = prefix
+        suffixes = [c[p.length:] if p is not None else c for c, p in zip(firsts, prefixes)]
+        ids, mask, cache = batch_cache(prefixes, suffixes, self.pad_id, self.device)
+        logits, cache = self._next_logits(ids, mask, cache)
+        if len(firsts) < len(contexts):
+            index = torch.tensor(owner, device=self.device)
+            cache.batch_select_indices(index)
+            logits, mask = logits[index], mask[index]
+        return logits, mask, cache
+
+    def _prefill(self, contexts: Sequence[Sequence[int]]) -> list[Prefix | None]:
+        """The cache of each context (None for an empty one), fed in one left-padded batch."""
+        rows = [j for j, c in enumerate(contexts) if c]
+        prefixes: list[Prefix | None] = [None] * len(contexts)
+        if rows:
+            ids, mask = left_pad([contexts[j] for j in rows], self.pad_id, self.device)
+            _, cache = self._next_logits(ids, mask, None)
+            for k, j in enumerate(rows):
+                prefixes[j] = row_prefix(cache, k, mask[k])
+        return prefixes
+
+    def _keep_for_next_turn(self, cache: Cache, mask: torch.Tensor, finished: Sequence[int], rows: Sequence[int],
+                            contexts: Sequence[Sequence[int]], out: list[Generation],
+                            max_new_tokens: Sequence[int]) -> None:
+        """Stores the cache of the rows (batch positions `finished`) that stopped at the
+        stop test, not at EOS or their budget: those are the ones a next turn continues.
+        The last sampled token was never fed, so the cache covers all ids but it."""
+        for j in finished:
+            i = rows[j]
+            tokens = out[i].tokens
+            if tokens[-1] != self.eos_id and len(tokens) < max_new_tokens[i]:
+                self.prefixes.put(list(contexts[i]) + tokens[:-1], row_prefix(cache, j, mask[j]))
 
     @torch.no_grad()
     def generate(self, contexts: Sequence[Sequence[int]], stop: StopFn,
@@ -127,12 +188,15 @@ class HFPolicy:
         rows = [i for i, n in enumerate(max_new_tokens) if n > 0]
         if not rows:
             return out
-        ids, mask = left_pad([contexts[i] for i in rows], self.pad_id, self.device)
-        logits, cache = self._next_logits(ids, mask, None)
+        logits, mask, cache = self._first_logits([contexts[i] for i in rows])
         while True:
             nxt, live = sample_round(logits, rows, out, temperature=self.temperature,
                                      generator=self.generator, eos_id=self.eos_id,
                                      max_new_tokens=max_new_tokens, stop=stop)
+            self.generated_tokens += len(rows)
+            if self.prefixes.max_tokens:
+                done = sorted(set(range(len(rows))) - set(live))
+                self._keep_for_next_turn(cache, mask, done, rows, contexts, out, max_new_tokens)
             if not live:
                 return out
             if len(live) < len(rows):
@@ -163,19 +227,44 @@ def _torch_dtype(name: str) -> torch.dtype:
     return dtype
 
 
+def end_of_turn_id(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int | None:
+    """The token that ends the model's turn: its generation config's EOS when it has one
+    (an instruct model ends a turn with its chat template's closing token, which a GGUF's
+    tokenizer metadata may not name as EOS), else the tokenizer's."""
+    eos = model.generation_config.eos_token_id if model.generation_config is not None else None
+    if isinstance(eos, (list, tuple)):
+        eos = eos[0] if eos else None
+    return eos if eos is not None else tokenizer.eos_token_id
+
+
+def with_lora(model: PreTrainedModel, rank: int, alpha: float) -> torch.nn.Module:
+    """`model` with LoRA adapters (peft) on every linear layer, only the adapters
+    trainable; no dropout, so sampling and the loss see the same function."""
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError as exc:
+        raise ImportError("lora_rank > 0 needs peft: pip install -e '.[hf]'") from exc
+    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear",
+                        task_type="CAUSAL_LM")
+    return get_peft_model(model, config)
+
+
 def load_hf_policy(path: str | Path, *, gguf_file: str | None = None, device: str = "cpu",
                    dtype: str = "float32", temperature: float = 1.0, threads: int = 1, seed: int = 0,
-                   chat_template: bool = False) -> tuple[HFPolicy, HFTokenizer]:
+                   chat_template: bool = False, lora_rank: int = 0, lora_alpha: float = 32.0,
+                   prefix_cache_tokens: int = 1 << 16) -> tuple[HFPolicy, HFTokenizer]:
     """A causal LM and its tokenizer from local files only: a transformers checkpoint
-    directory, or a GGUF file (`path` ending in .gguf, or `gguf_file` inside `path`)."""
+    directory, or a GGUF file (`path` ending in .gguf, or `gguf_file` inside `path`);
+    with `lora_rank`, only LoRA adapters of that rank are trained."""
     directory, gguf_file = _model_location(path, gguf_file)
     extra = {"gguf_file": gguf_file} if gguf_file is not None else {}
-    tokenizer = HFTokenizer(AutoTokenizer.from_pretrained(directory, local_files_only=True, **extra),
-                            chat_template=chat_template)
+    raw = AutoTokenizer.from_pretrained(directory, local_files_only=True, **extra)
     model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, dtype=_torch_dtype(dtype),
                                                  **extra).to(device)
-    policy = HFPolicy(model, tokenizer.eos_id, tokenizer.pad_id, temperature=temperature, threads=threads,
-                      seed=seed)
+    tokenizer = HFTokenizer(raw, chat_template=chat_template, eos_id=end_of_turn_id(model, raw))
+    trained = with_lora(model, lora_rank, lora_alpha) if lora_rank > 0 else model
+    policy = HFPolicy(trained, tokenizer.eos_id, tokenizer.pad_id, temperature=temperature, threads=threads,
+                      seed=seed, prefix_cache_tokens=prefix_cache_tokens)
     return policy, tokenizer
 
 

@@ -126,10 +126,12 @@ class TorchPolicy:
         self.generator = torch.Generator().manual_seed(seed)
         self.max_len = model.cfg.max_len
 
-    def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float
-                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float,
+                          last: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         assert isinstance(model, TinyTransformer)
-        return token_logprobs(model, seqs, temperature)
+        logprobs, mask = token_logprobs(model, seqs, temperature)
+        start = 0 if last is None else max(logprobs.shape[1] - last, 0)
+        return logprobs[:, start:], mask[:, start:]
 
     def weights_updated(self) -> None:
         """Sampling reads the same module the optimiser updates: nothing to copy."""

@@ -270,9 +270,9 @@ class VLLMPolicy:
             raise RuntimeError(f"the vLLM engine's worker runs in process {pids}, not this one ({os.getpid()}): "
                                "the weight copy needs it in-process (VLLM_ENABLE_V1_MULTIPROCESSING=0)")
 
-    def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float
-                          ) -> tuple[torch.Tensor, torch.Tensor]:
-        return self._hf.sequence_logprobs(model, seqs, temperature)
+    def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float,
+                          last: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._hf.sequence_logprobs(model, seqs, temperature, last)
 
     @torch.no_grad()
     def weights_updated(self) -> None:

@@ -34,7 +34,8 @@ def supervised_train(policy: TrainablePolicy, traces: Sequence[Trace], *, steps:
     pass); returns each step's loss."""
     model = policy.model
     model.train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.01)
+    trained = [p for p in model.parameters() if p.requires_grad]  # all weights, or LoRA adapters only
+    optimizer = torch.optim.AdamW(trained, lr=learning_rate, weight_decay=0.01)
     rng = random.Random(seed)
     order: list[int] = []
     losses = []
@@ -52,7 +53,7 @@ def supervised_train(policy: TrainablePolicy, traces: Sequence[Trace], *, steps:
             group["lr"] = learning_rate_at(step, steps, learning_rate, warmup)
         optimizer.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimizer.step()
         losses.append(float(loss.detach()))
         if on_step is not None:

@@ -1,8 +1,9 @@
 """Arithmetic a small model cannot do in its head but can with code, and the traces
 that warm-start it, in the exact token ids a rollout would produce.
 
-Problems are multi-digit products ("What is 4821 * 3967?") and modular powers ("What
-is 7^45 mod 1000?"). A tool trace writes the code, receives the output as observation
+Problems are multi-digit products ("What is 4821 * 3967?"), modular powers ("What is
+7^45 mod 1000?") and binomial coefficients ("How many ways are there to choose 7 of 23
+items?"); the demo uses the first two kinds. A tool trace writes the code, receives the output as observation
 ids (built by the format, exactly as the rollout loop would append them; loss mask 0)
 and boxes it; a direct trace boxes the answer at once. Train and held-out problems
 never share a question. This module makes data; it does not train or call the server.
@@ -10,8 +11,10 @@ never share a question. This module makes data; it does not train or call the se
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
+from typing import Sequence
 
 from trainer.formats import ToolFormat
 from trainer.rewards import Task
@@ -39,20 +42,40 @@ def modular_power(rng: random.Random) -> Problem:
                    str(pow(base, exponent, modulus)))
 
 
-def problems(count: int, seed: int, exclude: set[str] = frozenset()) -> list[Problem]:
-    """`count` distinct problems, half of each kind, none of whose questions is in `exclude`."""
+def binomial(rng: random.Random) -> Problem:
+    n = rng.randint(20, 99)
+    k = rng.randint(3, min(n // 2, 12))
+    return Problem(f"How many ways are there to choose {k} of {n} items?",
+                   f"import math\nprint(math.comb({n}, {k}))", str(math.comb(n, k)))
+
+
+KINDS = {"product": product, "modular_power": modular_power, "binomial": binomial}
+DEMO_KINDS = ("product", "modular_power")
+
+
+def problems(count: int, seed: int, exclude: set[str] = frozenset(),
+             kinds: Sequence[str] = DEMO_KINDS) -> list[Problem]:
+    """`count` distinct problems, the kinds taken in turn, none of whose questions is in `exclude`."""
+    unknown = sorted(set(kinds) - KINDS.keys())
+    if not kinds or unknown:
+        raise ValueError(f"problem kinds: {unknown or 'none given'}; known: {sorted(KINDS)}")
     rng = random.Random(seed)
     made: dict[str, Problem] = {}
-    while len(made) < count:
-        problem = (product, modular_power)[len(made) % 2](rng)
+    for _ in range(100 * count):
+        if len(made) == count:
+            break
+        problem = KINDS[kinds[len(made) % len(kinds)]](rng)
         if problem.question not in exclude:
             made.setdefault(problem.question, problem)
+    else:
+        raise ValueError(f"only {len(made)} distinct problems of kinds {list(kinds)} found, {count} asked")
     return list(made.values())
 
 
-def train_and_heldout(n_train: int, n_heldout: int, seed: int) -> tuple[list[Problem], list[Problem]]:
-    heldout = problems(n_heldout, seed + 1)
-    train = problems(n_train, seed, exclude={p.question for p in heldout})
+def train_and_heldout(n_train: int, n_heldout: int, seed: int, kinds: Sequence[str] = DEMO_KINDS
+                      ) -> tuple[list[Problem], list[Problem]]:
+    heldout = problems(n_heldout, seed + 1, kinds=kinds)
+    train = problems(n_train, seed, exclude={p.question for p in heldout}, kinds=kinds)
     return train, heldout
 
 

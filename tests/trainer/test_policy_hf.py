@@ -189,3 +189,94 @@ async def test_rl_step_against_the_server(trainer_server, model_dir):
     assert {"train/policy_loss", "train/kl", "train/grad_norm"} <= metrics.keys()
     assert update["train/grad_norm"] > 0
     assert any(not torch.equal(a, b) for a, b in zip(before, policy.model.parameters()))
+
+
+def two_turns(policy: HFPolicy, tok: HFTokenizer, contexts: list[list[int]], observation: list[int]
+              ) -> tuple[list[list[int]], list[Generation], list[Generation], int]:
+    """A first turn stopped at 3 tokens, the observation appended, a second turn; returns
+    the second contexts, both turns and the tokens the second turn fed the model."""
+    first = policy.generate(contexts, lambda ids: len(ids) >= 3, [10] * len(contexts))
+    seconds = [c + g.tokens + observation for c, g in zip(contexts, first)]
+    fed = policy.fed_tokens
+    second = policy.generate(seconds, lambda ids: len(ids) >= 4, [10] * len(contexts))
+    return seconds, first, second, policy.fed_tokens - fed
+
+
+def test_a_turn_after_a_call_feeds_only_the_observation(model_dir):
+    """The cache of a turn stopped at a call is reused by the next turn, which feeds only
+    the observation and the last sampled token; the logprobs it samples with are still
+    those the loss recomputes over the whole sequence."""
+    policy, tok = load_hf_policy(model_dir, temperature=0.8, seed=5)
+    never_eos = with_head(policy, tok.eos_id, 0.0)
+    never_eos.model.lm_head = policy.model.lm_head   # the real head: logits depend on the context
+    policy = HFPolicy(never_eos.model, tok.eos_id, tok.pad_id, temperature=0.8, seed=5)
+    contexts = [tok.encode("x"), tok.encode("print(f(1)) and a longer prompt"), tok.encode("What is"),
+                tok.encode("What is")]
+    observation = tok.encode("```output\n2\n```")
+    seconds, first, second, fed = two_turns(policy, tok, contexts, observation)
+    assert all(len(g.tokens) == 3 and g.tokens[-1] != tok.eos_id for g in first)
+    decode = sum(len(g.tokens) - 1 for g in second)
+    assert fed == len(contexts) * (len(observation) + 1) + decode
+    logprobs, _ = policy.sequence_logprobs(policy.model, [c + g.tokens for c, g in zip(seconds, second)], 0.8)
+    for i, (a, b) in enumerate(zip(first, second)):
+        tail = logprobs[i, -(len(b.tokens) + len(observation) + len(a.tokens)):].detach()
+        assert torch.allclose(tail[:len(a.tokens)], torch.tensor(a.logprobs), atol=1e-4)
+        assert torch.allclose(tail[-len(b.tokens):], torch.tensor(b.logprobs), atol=1e-4)
+
+    uncached = HFPolicy(policy.model, tok.eos_id, tok.pad_id, temperature=0.8, seed=5, prefix_cache_tokens=0)
+    seconds, *_, fed_whole = two_turns(uncached, tok, contexts, observation)
+    assert fed_whole >= sum(len(c) for c in seconds) and not uncached.prefixes.entries
+
+
+def test_a_group_shares_its_prompt_and_an_update_drops_the_cache(model_dir):
+    policy, tok = load_hf_policy(model_dir, seed=6)
+    prompt = tok.encode("print(f(1)) and a longer prompt")
+    policy.generate([prompt] * 4, lambda ids: len(ids) >= 2, [1] * 4)
+    assert policy.fed_tokens == len(prompt)   # one row fed for the group, its cache copied to all four
+    policy.generate([tok.encode("x")], lambda ids: len(ids) >= 2, [5])
+    assert policy.prefixes.entries
+    policy.weights_updated()
+    assert not policy.prefixes.entries and policy.prefixes.tokens == 0
+
+
+def test_the_turn_ends_at_the_generation_configs_eos(model_dir, tmp_path):
+    """A GGUF's tokenizer may name another EOS than the token an instruct model ends its
+    turn with; the generation config's wins."""
+    import shutil
+    shutil.copytree(model_dir, tmp_path / "m")
+    model = LlamaForCausalLM.from_pretrained(tmp_path / "m")
+    turn_end = load_hf_policy(model_dir)[1].encode("def")[0]
+    model.generation_config.eos_token_id = [turn_end, 0]
+    model.save_pretrained(tmp_path / "m")
+    policy, tok = load_hf_policy(tmp_path / "m")
+    assert tok.eos_id == policy.eos_id == turn_end != tok.tokenizer.eos_token_id
+
+
+def test_lora_trains_only_the_adapters(model_dir):
+    policy, tok = load_hf_policy(model_dir, lora_rank=4, lora_alpha=8.0, seed=2)
+    trained = {n for n, p in policy.model.named_parameters() if p.requires_grad}
+    assert trained and all("lora_" in n for n in trained)
+    contexts = [tok.encode("x"), tok.encode("What is 1+1?")]
+    gens = policy.generate(contexts, NEVER, [6, 6])
+    seqs = [c + g.tokens for c, g in zip(contexts, gens)]
+    logprobs, _ = policy.sequence_logprobs(policy.model, seqs, 1.0, last=6)
+    assert logprobs.shape[1] == 6
+    for i, gen in enumerate(gens):
+        assert torch.allclose(logprobs[i, -len(gen.tokens):].detach(), torch.tensor(gen.logprobs), atol=1e-4)
+    frozen = {n: p.detach().clone() for n, p in policy.model.named_parameters() if not p.requires_grad}
+    optimizer = torch.optim.SGD([p for p in policy.model.parameters() if p.requires_grad], lr=1.0)
+    (-logprobs.sum()).backward()
+    optimizer.step()
+    assert all(torch.equal(p, frozen[n]) for n, p in policy.model.named_parameters() if n in frozen)
+    after, _ = policy.sequence_logprobs(policy.model, seqs, 1.0, last=6)
+    assert not torch.allclose(after, logprobs)
+
+
+def test_sequence_logprobs_of_the_last_positions(model_dir):
+    policy, tok = load_hf_policy(model_dir)
+    seqs = [tok.encode("What is 1+1?"), tok.encode("x")]
+    whole, whole_mask = policy.sequence_logprobs(policy.model, seqs, 0.9)
+    tail, tail_mask = policy.sequence_logprobs(policy.model, seqs, 0.9, last=2)
+    assert torch.allclose(tail, whole[:, -2:], atol=1e-5) and torch.equal(tail_mask, whole_mask[:, -2:])
+    none, none_mask = policy.sequence_logprobs(policy.model, seqs, 0.9, last=0)
+    assert none.shape == none_mask.shape == (2, 0)
