@@ -4,8 +4,9 @@ import allow-list, and denied actions.
 Like `sandbox/zygote.py`, this source runs inside the jail, sent over a control pipe,
 and imports nothing from the project. A zygote (or a session kernel) calls
 `remove_denied_modules` once, after its preloads, so that no call inherits a denied
-module in `sys.modules` or as an attribute of another module; each call (each kernel)
-then calls `install_guard` before the caller's code runs.
+module in `sys.modules` or as an attribute of another module; each call's process (each
+kernel) then installs the guard before the caller's code runs: a zygote makes it once
+(`make_guard`) and each call's process installs it, a kernel calls `install_guard`.
 
 - Denied modules (native memory: ctypes, cffi; `_posixsubprocess`, whose fork_exec
   starts processes with no audit event) load for nobody, however the import is
@@ -57,6 +58,7 @@ AF_UNIX = 1
 IMPORT_MACHINERY = ("importlib", "_frozen_importlib")
 BYTECODE_LOADER = "_compile_bytecode"
 CREATE_BUILTIN = "sandbox.create_builtin"
+STANDARD_MODULES = sys.stdlib_module_names | {"__main__"}
 # Standard modules that import a denied module when they load, kept importable.
 LOAD_BEFORE_REMOVAL = ("subprocess",)
 
@@ -162,20 +164,31 @@ def builtin_maker(original, denied, busy):
     return make
 
 
-def install_guard(allowed, denied, writable_dirs):
-    """Installs the import guard and the audit hooks in this process, for good.
+def install_guard(allowed, denied, writable_dirs, outside_stdlib=None):
+    """Installs the import guard and the audit hooks in this process, for good."""
+    make_guard(allowed, denied, writable_dirs, outside_stdlib)()
+
+
+def make_guard(allowed, denied, writable_dirs, outside_stdlib=None):
+    """A guard made ready to install: returns the function that installs it in the
+    process that calls it, for good. A zygote makes its guards once, before it forks, so
+    that a call's process only installs one.
 
     allowed: the top-level modules the call's own code may import, or None for every
-    module that is not denied."""
+    module that is not denied. outside_stdlib: called with the name of the first module
+    outside the standard library that anything in the call imports, before any check
+    (a slim zygote's call ends there, to run again where that module is preloaded)."""
     allowed = None if allowed is None else frozenset(allowed)
     denied = frozenset(denied)
     writable = tuple(os.path.realpath(path) + os.sep for path in writable_dirs)
     original_import = builtins.__import__
     original_import_module = importlib.import_module
-    own_pid = os.getpid()
+    own_pid = os.getpid()  # set again when installed: the pid of the call's process
     busy = []
 
     def check_name(name, from_callers_code):
+        if outside_stdlib is not None and isinstance(name, str) and top_level(name) not in STANDARD_MODULES:
+            outside_stdlib(name)
         if is_denied(name, denied):
             raise ImportDenied(f"import of {name!r} is not allowed in the sandbox")
         if allowed is not None and from_callers_code and top_level(name) not in allowed:
@@ -202,6 +215,9 @@ def install_guard(allowed, denied, writable_dirs):
 
     def audit(event, args):
         if event == "import":
+            if outside_stdlib is not None and args and isinstance(args[0], str) \
+                    and top_level(args[0]) not in STANDARD_MODULES:
+                outside_stdlib(args[0])
             if args and (is_denied(args[0], denied) or (len(args) > 1 and isinstance(args[1], str)
                                                           and is_denied(os.path.basename(args[1]).partition(".")[0], denied))):
                 raise ImportDenied(f"import of {args[0]!r} is not allowed in the sandbox")
@@ -255,9 +271,15 @@ def install_guard(allowed, denied, writable_dirs):
             raise ActionDenied("loading bytecode with marshal is not allowed in the sandbox")
 
     imp = sys.modules["_imp"]
-    sys.addaudithook(builtin_maker(imp.create_builtin, denied, busy))
-    imp.create_builtin = create_builtin
-    sys.meta_path.insert(0, DenyFinder)
-    builtins.__import__ = guarded_import
-    importlib.import_module = guarded_import_module
-    sys.addaudithook(audit)
+    maker = builtin_maker(imp.create_builtin, denied, busy)
+
+    def install():
+        nonlocal own_pid
+        own_pid = os.getpid()
+        sys.addaudithook(maker)
+        imp.create_builtin = create_builtin
+        sys.meta_path.insert(0, DenyFinder)
+        builtins.__import__ = guarded_import
+        importlib.import_module = guarded_import_module
+        sys.addaudithook(audit)
+    return install

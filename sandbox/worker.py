@@ -77,6 +77,8 @@ class ZygoteSpec:
     preload: tuple[str, ...] = ()
     huge_pages: bool = True  # back the warm heap with 2 MB pages: cheaper fork and exit
     guard: GuardPolicy | None = None  # None: no Python-level policy, the jail alone
+    reroute_outside_stdlib: bool = False  # a call importing beyond the standard library ends REROUTE
+                                          # (a slim zygote's; needs the guard, which sees imports)
     jail: JailPolicy = field(default_factory=JailPolicy)
     insecure_no_sandbox: bool = False
     start_timeout_s: float = 60.0
@@ -261,6 +263,7 @@ class Zygote(JailedProcess):
             "guard_source": GUARD_SOURCE,
             "confine_source": CONFINE_SOURCE,
             "guard": None if self.spec.guard is None else self.spec.guard.config(),
+            "reroute_outside_stdlib": self.spec.reroute_outside_stdlib,
         })
         if self.cgroup is not None:
             self._oom_kills = self.cgroup.oom_kills()

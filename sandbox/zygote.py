@@ -12,6 +12,10 @@ expression. The zygote enforces wall time with SIGKILL of the child's process gr
 then kills every other process of the jail's uid (double-forked daemons included) and
 wipes the writable scratch directory before it reads the next request.
 
+A slim zygote (config `reroute_outside_stdlib`) preloads standard modules only: a call
+whose code imports anything outside the standard library ends at that import with the
+result kind "reroute" (outcome REROUTE), and the host runs it again on a warm zygote.
+
 The call's import allow-list and denied actions are `sandbox/guard.py`, loaded from
 the config; the zygote holds no native-code handle once it is warm (ctypes is used
 only while it starts).
@@ -72,11 +76,11 @@ def send_frame(fd, message):
 
 
 def read_frame(fd):
+    """The bytes of the next frame, or None at end of file."""
     header = read_exactly(fd, 4)
     if header is None:
         return None
-    data = read_exactly(fd, struct.unpack(">I", header)[0])
-    return None if data is None else json.loads(data)
+    return read_exactly(fd, struct.unpack(">I", header)[0])
 
 
 def vm_size_kb():
@@ -173,10 +177,15 @@ def offer_to_oom_killer():
     """Makes this call's processes the OOM killer's first choice, before the zygote, when
     they fill their slot's memory cgroup (raising one's own score needs no privilege)."""
     try:
-        with open("/proc/self/oom_score_adj", "w") as adj:
-            adj.write("1000")
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.write(fd, b"1000")
     except OSError:
         pass
+    finally:
+        os.close(fd)
 
 
 def close_fds_except(keep):
@@ -193,31 +202,30 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
     Everything that does not depend on the request is done before it arrives, while
     the child waits ahead of its call, so that a call pays only for its own part.
     """
+    global CALL_RESULT_FD
+    CALL_RESULT_FD = result_w
     code = 1
     try:
         os.setsid()
-        os.dup2(out_w, 1)
+        os.dup2(out_w, 1)  # sys.stdout and sys.stderr, made by the zygote, write to fds 1 and 2
         os.dup2(err_w, 2)
         close_fds_except((req_r, result_w))
         os.chdir(os.environ.get("HOME", "/"))
-        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         offer_to_oom_killer()
         request = read_request(req_r)
         os.close(req_r)
-        stdin_fd = os.memfd_create("stdin")
-        os.write(stdin_fd, request.get("stdin", "").encode("utf-8", errors="surrogateescape"))
-        os.lseek(stdin_fd, 0, os.SEEK_SET)
-        os.dup2(stdin_fd, 0)
-        os.close(stdin_fd)
-        sys.stdin = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
+        if request["stdin"]:  # else fd 0 stays the zygote's /dev/null
+            stdin_fd = os.memfd_create("stdin")
+            os.write(stdin_fd, request["stdin"].encode("utf-8", errors="surrogateescape"))
+            os.lseek(stdin_fd, 0, os.SEEK_SET)
+            os.dup2(stdin_fd, 0)
+            os.close(stdin_fd)
         write_files(request["files"])
         set_limits(request, baseline_kb)
-        if GUARD_POLICY is not None:
-            GUARD.install_guard(GUARD_POLICY["profiles"][request["profile"]], GUARD_POLICY["denied"],
-                                (os.environ.get("HOME", "/"), "/tmp", "/var/tmp", "/dev/shm"))
+        if GUARDS:
+            GUARDS[request["profile"]]()
     except BaseException as exc:  # the child cannot start: report it as a crash
         os.write(result_w, json.dumps({"kind": "crashed", "error": f"child setup: {exc!r}"}).encode())
         os._exit(70)
@@ -269,6 +277,13 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
     except BaseException:
         pass
     os._exit(code)
+
+
+def reroute(module):
+    """Ends the call at once, uncatchably, when its code reaches for a module outside the
+    standard library: the host runs it again on a warm zygote, which preloads more."""
+    os.write(CALL_RESULT_FD, json.dumps({"kind": "reroute", "module": str(module)[:200]}).encode())
+    os._exit(0)
 
 
 def inside_home(name):
@@ -390,8 +405,8 @@ def drain(fd, capture):
         capture.feed(data)
 
 
-def execute(child, request):
-    """Runs request in the preforked child and returns the reply.
+def execute(child, request, payload):
+    """Runs request (payload: its JSON) in the preforked child and returns the reply.
 
     Returns as soon as the child has reported and closed its output, before cleanup:
     the caller cleans up before it takes the next call.
@@ -401,7 +416,6 @@ def execute(child, request):
     # Before the request goes: once it has, the child writes while the parent looks.
     scratch_base = scratch_used() if scratch_cap else 0  # the jail's tmpfs starts empty; a shared disk does not
     started = time.monotonic()
-    payload = json.dumps(request).encode()
     try:
         write_all(child.req_w, payload)
     except OSError:
@@ -490,7 +504,10 @@ def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=Fa
     elif os.WIFSIGNALED(status):
         reply["exit_code"] = -os.WTERMSIG(status)
     signalled = status is not None and os.WIFSIGNALED(status)
-    if over_scratch:
+    if result.get("kind") == "reroute" and not (timed_out or over_scratch or signalled):
+        reply["outcome"] = "REROUTE"
+        reply["error"] = f"needs module {result.get('module', '')!s}, which this worker does not offer"
+    elif over_scratch:
         reply["outcome"] = "ERROR"
         reply["error"] = f"scratch space limit of {request['max_scratch_mb']} MB exceeded"
     elif timed_out:
@@ -592,8 +609,28 @@ def confine(source):
     load_source("confine", source).apply()
 
 
+def text_streams():
+    """sys.stdin, sys.stdout and sys.stderr on fds 0, 1 and 2, as every call's code gets
+    them: a call's process points the fds at its own pipes. They hold nothing buffered
+    when a call forks (the zygote never reads or writes them)."""
+    sys.stdin = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stderr.reconfigure(write_through=True)
+
+
+def make_guards(policy):
+    """The guard of each import profile, made ready to install in a call's process."""
+    if policy is None:
+        return {}
+    writable = (os.environ.get("HOME", "/"), "/tmp", "/var/tmp", "/dev/shm")
+    outside = reroute if REROUTE_OUTSIDE_STDLIB else None
+    return {name: GUARD.make_guard(allowed, policy["denied"], writable, outside)
+            for name, allowed in policy["profiles"].items()}
+
+
 def main(config):
-    global GUARD, GUARD_POLICY
+    global GUARD, GUARDS, REROUTE_OUTSIDE_STDLIB
     harden_process()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -605,32 +642,36 @@ def main(config):
     os.dup2(null, 1)
     os.close(null)
     GUARD = load_source("guard", config["guard_source"])
-    GUARD_POLICY = config.get("guard")
+    policy = config.get("guard")
+    REROUTE_OUTSIDE_STDLIB = bool(config.get("reroute_outside_stdlib"))
     loaded, failed = preload(config.get("preload", []))
     import gc
 
     gc.collect()
     huge_mb = collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
     confine(config["confine_source"])
-    removed = GUARD.remove_denied_modules(frozenset(GUARD_POLICY["denied"])) if GUARD_POLICY else []
+    removed = GUARD.remove_denied_modules(frozenset(policy["denied"])) if policy else []
+    GUARDS = make_guards(policy)
+    text_streams()
     gc.collect()
     gc.freeze()
     baseline_kb = vm_size_kb()
     send_frame(control_out, {"ready": True, "pid": os.getpid(), "uid": os.getuid(),
                              "preloaded": loaded, "preload_failed": failed, "huge_pages_mb": huge_mb,
-                             "guarded": GUARD_POLICY is not None, "modules_removed": len(removed),
+                             "guarded": policy is not None, "modules_removed": len(removed),
                              "baseline_vm_kb": baseline_kb})
     child = Child(baseline_kb)
     while True:
-        request = read_frame(control_in)
-        if request is None:
+        payload = read_frame(control_in)
+        if payload is None:
             return
+        request = json.loads(payload)
         missing = [key for key in REQUEST_KEYS if key not in request]
         if missing:
             send_frame(control_out, {"id": request.get("id", ""), "outcome": "INVALID",
                                      "error": f"the request lacks {', '.join(missing)}"})
             continue
-        reply = execute(child, request)
+        reply = execute(child, request, payload)
         if request["fetch_files"]:
             reply["files"], left_out = fetch_files(request["fetch_files"], request["max_file_mb"] << 20)
             reply["truncated"] = reply["truncated"] or left_out
@@ -642,5 +683,8 @@ def main(config):
 # The keys of a request frame: the host builds them from sandbox.calls.CallRequest.
 REQUEST_KEYS = ("id", "code", "stdin", "profile", "files", "fetch_files", "timeout_ms", "memory_mb", "max_output_bytes",
                 "max_processes", "max_file_mb", "max_open_files", "max_scratch_mb")
-GUARD = GUARD_POLICY = None  # set by main from the config
+GUARD = None  # the guard's module, set by main from the config
+GUARDS = {}  # import profile -> the installer of its guard; empty without a guard
+REROUTE_OUTSIDE_STDLIB = False
+CALL_RESULT_FD = -1  # in a call's process: the pipe its result goes to
 main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

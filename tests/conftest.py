@@ -110,14 +110,19 @@ def free_port() -> int:
 
 class RunningServer:
     """A real server process on slots lent by SLOTS until it stops; extra_slots are
-    for its Lean REPLs."""
+    for its Lean REPLs. As the default config does, it runs as many slim workers as
+    warm ones unless slim_workers says otherwise. Its slots in order: the self-test's,
+    the warm workers', the sessions', the slim workers', the rest."""
 
     def __init__(self, tmp: Path, *, workers: int = 2, sessions: int = 0, extra_slots: int = 0,
-                 args: tuple[str, ...] = (), config: str = "") -> None:
+                 args: tuple[str, ...] = (), config: str = "", slim_workers: int | None = None) -> None:
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         path = tmp / f"config-{self.port}.toml"
-        self.slot_count = workers + 1 + sessions + extra_slots
+        self.workers = workers
+        self.slim_workers = workers if slim_workers is None else slim_workers
+        self.sessions = sessions
+        self.slot_count = workers + self.slim_workers + 1 + sessions + extra_slots
         self.first_slot = SLOTS.take(self.slot_count)
         slots = f"first_slot = {self.first_slot}\nslots = {self.slot_count}\n"
         if "[sandbox]" in config:
@@ -132,7 +137,7 @@ class RunningServer:
             config += "\n[metrics]\nport = 0\n"  # any free port: servers run side by side
         path.write_text(config)
         cmd = [sys.executable, "-m", "toolserver", "serve", "--port", str(self.port), "--workers", str(workers),
-               "--config", str(path), *args]
+               "--slim-workers", str(self.slim_workers), "--config", str(path), *args]
         self.log = open(tmp / f"server-{self.port}.log", "w+")
         self.process = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         try:
@@ -150,6 +155,12 @@ class RunningServer:
                 return
             time.sleep(0.1)
         raise RuntimeError(f"server did not start: {self.output()}")
+
+    def worker_slot_indexes(self) -> list[int]:
+        """The slot indexes of its python workers, warm and slim."""
+        warm = range(self.first_slot + 1, self.first_slot + 1 + self.workers)
+        slim_start = self.first_slot + 1 + self.workers + self.sessions
+        return [*warm, *range(slim_start, slim_start + self.slim_workers)]
 
     def metrics_url(self) -> str:
         match = re.search(r"metrics on (http://\S+)", self.output())

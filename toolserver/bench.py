@@ -1,31 +1,52 @@
 """`toolserver bench`: a load generator that prints latency percentiles and throughput,
 side by side with the baseline of a fresh `python3 -c` process per call, in one run.
 
-Unary mode: C callers, each sending one `Execute` after the other. Stream mode: one
-`ExecuteStream` that keeps C calls in flight, as an RL trainer batches its rollouts'
-calls. On a shared machine figures move from run to run: `--repeat` runs each level
-several times and prints the median run last.
+For each workload (`bench_workloads`), each mode and each concurrency level C it sends
+N calls: unary mode has C callers, each sending one `Execute` after the other; stream
+mode keeps C calls in flight on one `ExecuteStream`, as an RL trainer batches its
+rollouts' calls. The baseline runs the same programs as fresh processes, C at a time.
+Each row also gives calls/s per CPU core of this machine (server and load generator
+share it), for sizing replicas. On a shared machine figures move from run to run:
+`--repeat` runs each point several times and keeps the median run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
+import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
 
+from toolserver.bench_workloads import Workload
 from toolserver.client import AsyncToolClient, ToolServerError, python_request
 from toolserver.v1 import toolserver_pb2 as pb
+
+MODES = ("unary", "stream", "fresh")
+
+
+def machine_cores() -> int:
+    return len(os.sched_getaffinity(0))
 
 
 @dataclass
 class BenchResult:
-    name: str
+    workload: str
+    mode: str            # unary, stream, or fresh (the baseline)
+    concurrency: int
     calls: int
     failures: int
     seconds: float
-    latencies_ms: list[float]
+    latencies_ms: list[float] = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.workload} {self.mode} c={self.concurrency}"
 
     @property
     def rate(self) -> float:
@@ -38,29 +59,41 @@ class BenchResult:
         return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
 
     def row(self) -> str:
-        return (f"{self.name:<28} {self.calls:>7} {self.failures:>5} {self.percentile(50):>8.2f} "
-                f"{self.percentile(90):>8.2f} {self.percentile(99):>8.2f} {self.rate:>9.1f}")
+        return (f"{self.name:<28} {self.calls:>6} {self.failures:>5} {self.percentile(50):>8.2f} "
+                f"{self.percentile(90):>8.2f} {self.percentile(99):>8.2f} {self.rate:>9.1f} "
+                f"{self.rate / machine_cores():>9.1f}")
+
+    def summary(self) -> dict[str, Any]:
+        return {"workload": self.workload, "mode": self.mode, "concurrency": self.concurrency, "calls": self.calls,
+                "failures": self.failures, "seconds": round(self.seconds, 3), "calls_per_s": round(self.rate, 1),
+                "calls_per_s_per_core": round(self.rate / machine_cores(), 1),
+                **{f"p{q}_ms": round(self.percentile(q), 2) for q in (50, 90, 99)}}
 
 
-HEADER = f"{'run':<28} {'calls':>7} {'fail':>5} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'calls/s':>9}"
+HEADER = (f"{'run':<28} {'calls':>6} {'fail':>5} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'calls/s':>9} "
+          f"{'per core':>9}")
 
 
-async def bench_server(target: str, code: str, calls: int, concurrency: int, **client_args) -> BenchResult:
+def programs_for(workload: Workload, calls: int) -> list[str]:
+    return list(itertools.islice(itertools.cycle(workload.programs), calls))
+
+
+async def bench_unary(target: str, workload: Workload, calls: int, concurrency: int, **client_args: Any
+                      ) -> BenchResult:
     """C callers, each making unary Execute calls one after the other."""
     latencies: list[float] = []
     failures = 0
-    counter = iter(range(calls))
+    queue = iter(programs_for(workload, calls))
     async with AsyncToolClient(target, **client_args) as client:
         await client.run_python("1")  # connect first: channel set-up is not a call's cost
 
         async def caller() -> None:
             nonlocal failures
-            for _ in counter:
+            for code in queue:
                 started = time.perf_counter()
                 try:
-                    response = await client.execute(python_request(code))
-                    if response.outcome != pb.OK:
-                        failures += 1
+                    response = await client.execute(python_request(code, timeout_ms=10_000))
+                    failures += response.outcome != pb.OK
                 except ToolServerError:
                     failures += 1
                 latencies.append((time.perf_counter() - started) * 1000)
@@ -68,24 +101,26 @@ async def bench_server(target: str, code: str, calls: int, concurrency: int, **c
         started = time.perf_counter()
         await asyncio.gather(*(caller() for _ in range(concurrency)))
         seconds = time.perf_counter() - started
-    return BenchResult(f"server c={concurrency}", calls, failures, seconds, latencies)
+    return BenchResult(workload.name, "unary", concurrency, calls, failures, seconds, latencies)
 
 
-async def bench_stream(target: str, code: str, calls: int, concurrency: int, **client_args) -> BenchResult:
+async def bench_stream(target: str, workload: Workload, calls: int, concurrency: int, **client_args: Any
+                       ) -> BenchResult:
     """One ExecuteStream with up to C calls in flight; latency from send to answer."""
     latencies: list[float] = []
     failures = 0
     window = asyncio.Semaphore(concurrency)
     sent_at: dict[str, float] = {}
+    codes = programs_for(workload, calls)
     async with AsyncToolClient(target, **client_args) as client:
         await client.run_python("1")
 
         async def requests():
-            for i in range(calls):
+            for i, code in enumerate(codes):
                 await window.acquire()
                 request_id = str(i)
                 sent_at[request_id] = time.perf_counter()
-                yield python_request(code, request_id=request_id)
+                yield python_request(code, request_id=request_id, timeout_ms=10_000)
 
         started = time.perf_counter()
         answered = 0
@@ -93,32 +128,30 @@ async def bench_stream(target: str, code: str, calls: int, concurrency: int, **c
             async for response in client.stream(requests(), timeout_s=max(60.0, calls / 10)):
                 latencies.append((time.perf_counter() - sent_at.pop(response.request_id)) * 1000)
                 answered += 1
-                if response.outcome != pb.OK:
-                    failures += 1
+                failures += response.outcome != pb.OK
                 window.release()
         except ToolServerError:  # a broken stream: every unanswered call is a failure
             pass
         failures += calls - answered
         seconds = time.perf_counter() - started
-    return BenchResult(f"stream c={concurrency}", calls, failures, seconds, latencies)
+    return BenchResult(workload.name, "stream", concurrency, calls, failures, seconds, latencies)
 
 
-def bench_fresh_process(code: str, calls: int, concurrency: int, python: str) -> BenchResult:
+def bench_fresh_process(workload: Workload, calls: int, concurrency: int, python: str) -> BenchResult:
     """The baseline: one fresh `python3 -c code` process per call, no sandbox at all."""
     latencies: list[float] = []
     failures = 0
 
     async def run() -> float:
-        counter = iter(range(calls))
+        queue = iter(programs_for(workload, calls))
 
         async def caller() -> None:
             nonlocal failures
-            for _ in counter:
+            for code in queue:
                 started = time.perf_counter()
                 process = await asyncio.create_subprocess_exec(python, "-c", code, stdout=subprocess.DEVNULL,
                                                                stderr=subprocess.DEVNULL)
-                if await process.wait() != 0:
-                    failures += 1
+                failures += await process.wait() != 0
                 latencies.append((time.perf_counter() - started) * 1000)
 
         started = time.perf_counter()
@@ -126,42 +159,95 @@ def bench_fresh_process(code: str, calls: int, concurrency: int, python: str) ->
         return time.perf_counter() - started
 
     seconds = asyncio.run(run())
-    return BenchResult(f"fresh python3 -c c={concurrency}", calls, failures, seconds, latencies)
+    return BenchResult(workload.name, "fresh", concurrency, calls, failures, seconds, latencies)
 
 
 def median_run(runs: list[BenchResult]) -> BenchResult:
     """The run whose throughput is the median of the runs."""
-    ordered = sorted(runs, key=lambda r: r.rate)
-    middle = ordered[(len(ordered) - 1) // 2]
-    return BenchResult(f"{middle.name} median", middle.calls, middle.failures, middle.seconds, middle.latencies_ms)
+    return sorted(runs, key=lambda r: r.rate)[(len(runs) - 1) // 2]
 
 
-def run_bench(target: str, code: str, calls: int, concurrency: list[int], baseline_calls: int, *,
-              stream: bool = False, repeat: int = 1, python: str = sys.executable,
-              **client_args) -> list[BenchResult]:
-    """Prints a row per run (and the median run per level when repeat > 1); returns
-    the rows that count: the median run of each level, then the baselines. client_args
-    (token, tls_ca, ...) go to the client."""
-    kind = bench_stream if stream else bench_server
+def run_bench(target: str, workloads: Sequence[Workload], calls: int, concurrency: Sequence[int],
+              baseline_calls: int, *, modes: Sequence[str] = ("unary",), repeat: int = 1,
+              python: str = sys.executable, **client_args: Any) -> list[BenchResult]:
+    """Prints a row per run (with --repeat, the median run of each point after its runs);
+    returns the rows that count: the median run of each point, the baseline's among them
+    (baseline_calls calls at each level; 0: no baseline). client_args (token, tls_ca, ...)
+    go to the client."""
     results = []
-    print(f"snippet: {code!r}   target: {target}   mode: {'ExecuteStream' if stream else 'unary Execute'}")
+    print(f"target: {target}   {machine_cores()} CPU cores here (per core: calls/s / cores)")
     print(HEADER)
-    for c in concurrency:
-        runs = []
-        for _ in range(repeat):
-            runs.append(asyncio.run(kind(target, code, calls, c, **client_args)))
-            print(runs[-1].row(), flush=True)
-        if repeat > 1:
-            runs = [median_run(runs)]
-            print(runs[0].row(), flush=True)
-        results.append(runs[0])
-    if baseline_calls:
-        for c in sorted({1, max(concurrency)}):
-            result = bench_fresh_process(code, baseline_calls, c, python)
-            print(result.row(), flush=True)
-            results.append(result)
-        best_server = max(r.rate for r in results if not r.name.startswith("fresh"))
-        best_fresh = max(r.rate for r in results if r.name.startswith("fresh"))
-        print(f"speed-up over a fresh process per call: {best_server / best_fresh:.1f}x "
-              f"(best throughput {best_server:.0f} vs {best_fresh:.0f} calls/s)")
+    kinds = {"unary": bench_unary, "stream": bench_stream}
+    for workload in workloads:
+        for mode in modes:
+            for c in concurrency:
+                runs = []
+                for _ in range(repeat):
+                    runs.append(asyncio.run(kinds[mode](target, workload, calls, c, **client_args)))
+                    print(runs[-1].row(), flush=True)
+                best = median_run(runs)
+                if repeat > 1:
+                    print(f"{best.row()}  <- median", flush=True)
+                results.append(best)
+        if baseline_calls:
+            for c in concurrency:
+                result = bench_fresh_process(workload, max(baseline_calls, c), c, python)
+                print(result.row(), flush=True)
+                results.append(result)
+    print_speedups(results)
     return results
+
+
+def print_speedups(results: Sequence[BenchResult]) -> None:
+    """Per workload and level, the server's best mode against the fresh-process baseline."""
+    fresh = {(r.workload, r.concurrency): r.rate for r in results if r.mode == "fresh"}
+    for r in results:
+        if r.mode != "fresh" and fresh.get((r.workload, r.concurrency)):
+            print(f"speed-up over a fresh process per call: {r.name}: "
+                  f"{r.rate / fresh[(r.workload, r.concurrency)]:.1f}x")
+
+
+def write_json(results: Sequence[BenchResult], path: Path) -> None:
+    path.write_text(json.dumps({"cores": machine_cores(), "results": [r.summary() for r in results]}, indent=2)
+                    + "\n")
+
+
+def plot(results: Sequence[BenchResult], path: Path, title: str = "") -> None:
+    """Throughput and latency (p50 solid, p99 dashed) against concurrency, a column per
+    workload; the fresh-process baseline in grey."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    workloads = list(dict.fromkeys(r.workload for r in results))
+    colors = {"unary": "tab:blue", "stream": "tab:orange", "fresh": "tab:gray"}
+    fig, axes = plt.subplots(2, len(workloads), figsize=(4.6 * len(workloads), 7.5), squeeze=False)
+    for column, workload in enumerate(workloads):
+        rate_ax, latency_ax = axes[0][column], axes[1][column]
+        for mode in MODES:
+            rows = sorted((r for r in results if r.workload == workload and r.mode == mode),
+                          key=lambda r: r.concurrency)
+            if not rows:
+                continue
+            levels = [r.concurrency for r in rows]
+            label = "fresh python3 -c" if mode == "fresh" else f"server, {mode}"
+            rate_ax.plot(levels, [r.rate for r in rows], "o-", color=colors[mode], label=label)
+            latency_ax.plot(levels, [r.percentile(50) for r in rows], "o-", color=colors[mode], label=f"{label} p50")
+            latency_ax.plot(levels, [r.percentile(99) for r in rows], "x--", color=colors[mode], label=f"{label} p99")
+        rate_ax.set_title(workload)
+        for ax in (rate_ax, latency_ax):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("concurrent calls")
+            ax.grid(True, alpha=0.3)
+        rate_ax.set_ylabel("calls/s")
+        rate_ax.set_ylim(bottom=0)
+        latency_ax.set_yscale("log")
+        latency_ax.set_ylabel("latency, ms")
+        rate_ax.legend(fontsize=8)
+        latency_ax.legend(fontsize=7)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

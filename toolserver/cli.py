@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import sys
@@ -20,7 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host")
     serve.add_argument("--port", type=int)
     serve.add_argument("--config", help="TOML file overriding the embedded defaults")
-    serve.add_argument("--workers", type=int, help="warm python workers")
+    serve.add_argument("--workers", type=int, help="warm python workers (default: two per CPU)")
+    serve.add_argument("--slim-workers", type=int,
+                       help="slim python workers, for calls that need only the standard library (0: none)")
     serve.add_argument("--http-port", type=int,
                        help="serve the HTTP fronts (SandboxFusion, code-judge, Search-R1 APIs) on this port")
     serve.add_argument("--advertise", help="host:port other machines reach this replica at (sessions pin to it)")
@@ -48,15 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--timeout-ms", type=int, default=0)
             command.add_argument("--json", action="store_true", help="print the whole response as JSON")
         if name == "bench":
-            command.add_argument("--code", default="1 + 1")
-            command.add_argument("-n", "--calls", type=int, default=2000)
+            command.add_argument("--workload", default="trivial",
+                                 help="comma-separated workloads: trivial, sympy, humaneval (toolserver/bench_workloads.py)")
+            command.add_argument("--code", help="send this snippet instead of the named workloads")
+            command.add_argument("--mode", default="unary",
+                                 help="comma-separated: unary (C callers of Execute), stream (one ExecuteStream, "
+                                      "C in flight)")
+            command.add_argument("-n", "--calls", type=int, default=2000, help="calls at each point")
             command.add_argument("-c", "--concurrency", default="1,8,16", help="comma-separated levels")
             command.add_argument("--baseline-calls", type=int, default=200,
-                                 help="fresh-process calls for the baseline (0: skip)")
-            command.add_argument("--stream", action="store_true",
-                                 help="send the calls over one ExecuteStream with C in flight")
+                                 help="fresh-process calls at each level for the baseline (0: skip)")
             command.add_argument("--repeat", type=int, default=1,
-                                 help="runs per level; the median run is printed last")
+                                 help="runs per point; the median run counts")
+            command.add_argument("--json", dest="json_out", help="write every point's figures to this file")
+            command.add_argument("--plot", help="draw throughput and latency against concurrency into this PNG")
 
     token = sub.add_parser("token", help="caller tokens")
     token_sub = token.add_subparsers(dest="token_command", required=True)
@@ -83,6 +91,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         overrides["server.port"] = args.port
     if args.workers:
         overrides["python.workers"] = args.workers
+    if args.slim_workers is not None:
+        overrides.update({"python.slim": args.slim_workers > 0, "python.slim_workers": max(args.slim_workers, 0)})
     if args.http_port is not None:
         overrides["http.port"] = args.http_port
     if args.insecure_no_sandbox:
@@ -150,11 +160,29 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from toolserver.bench import run_bench
+    from toolserver.bench import MODES, plot, run_bench, write_json
+    from toolserver.bench_workloads import Workload, get_workload
 
-    levels = [int(level) for level in args.concurrency.split(",") if level]
-    results = run_bench(args.target, args.code, args.calls, levels, args.baseline_calls,
-                        stream=args.stream, repeat=max(1, args.repeat), **client_args(args))
+    try:
+        levels = [int(level) for level in args.concurrency.split(",") if level]
+        modes = [mode for mode in args.mode.split(",") if mode]
+        if not levels or min(levels) < 1 or args.calls < 1:
+            raise ValueError("--concurrency and --calls must be positive")
+        if not modes or set(modes) - set(MODES[:2]):
+            raise ValueError(f"--mode: {args.mode!r}; known: unary, stream")
+        workloads = ([Workload("custom", (args.code,))] if args.code else
+                     [get_workload(name) for name in args.workload.split(",") if name])
+        if args.plot and importlib.util.find_spec("matplotlib") is None:
+            raise ValueError("--plot needs matplotlib: pip install matplotlib")
+    except ValueError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
+    results = run_bench(args.target, workloads, args.calls, levels, args.baseline_calls, modes=modes,
+                        repeat=max(1, args.repeat), **client_args(args))
+    if args.json_out:
+        write_json(results, Path(args.json_out))
+    if args.plot:
+        plot(results, Path(args.plot), title=f"toolserver bench, {args.target}")
     return 1 if any(r.failures for r in results) else 0
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolserver.cpus import available_cpus
 from toolserver.errors import ConfigError
 from toolserver.lean.settings import LeanSettings
 from toolserver.search.settings import SearchSettings
@@ -94,12 +95,26 @@ def default_import_profiles() -> dict[str, tuple[str, ...]]:
     return {"open": (EVERY_MODULE,), "strict": STRICT_IMPORTS}
 
 
+# Workers per CPU when python.workers is 0: one runs while the other's call crosses the
+# pipe, and more only queue (toolserver bench, README "Speed").
+WORKERS_PER_CPU = 2
+MAX_AUTO_WORKERS = 16
+
+
 @dataclass(frozen=True)
 class PythonSettings:
-    workers: int = 4                  # warm jailed zygotes
+    workers: int = 0                  # warm jailed zygotes (the preload below); 0: two per CPU
+                                      # this process may use, at most 16
     interpreter: str = sys.executable  # must be visible inside the jail (not under /root)
     preload: tuple[str, ...] = ("sympy", "numpy", "mpmath", "fractions", "itertools", "math",
                                 "collections", "functools", "re", "json", "decimal", "statistics")
+    slim: bool = True                 # also run slim zygotes (the standard library only), which
+                                      # fork and exit faster: a call whose code imports nothing
+                                      # else runs there, and one that reaches for another module
+                                      # is run again on a warm zygote (toolserver/python/routing.py)
+    slim_workers: int = 0             # slim zygotes; 0: as many as warm ones
+    slim_preload: tuple[str, ...] = ("fractions", "itertools", "math", "collections", "functools", "re", "json",
+                                     "decimal", "statistics")  # standard modules only
     import_guard: bool = True         # the Python-level policy of sandbox/guard.py (the jail
                                       # holds without it; it makes refusals clear: DENIED)
     import_profile: str = "open"      # the profile of callers whose policy names none
@@ -115,6 +130,12 @@ class PythonSettings:
     start_timeout_s: float = 60.0     # to start one zygote (imports included)
     recycle_after: int = 5000         # calls before a worker is replaced by a fresh one
 
+
+    def warm_count(self) -> int:
+        return self.workers or min(WORKERS_PER_CPU * available_cpus(), MAX_AUTO_WORKERS)
+
+    def slim_count(self) -> int:
+        return (self.slim_workers or self.warm_count()) if self.slim else 0
 
     def allow_list(self, profile: str) -> tuple[str, ...] | None:
         """The modules the profile lets a call's own code import; None: every one not denied."""
@@ -134,9 +155,12 @@ class PythonSettings:
             clash = sorted(set(names) & denied)
             if clash:
                 raise ConfigError(f"python.import_profiles.{name} allows denied module(s) {', '.join(clash)}")
-        preloaded = sorted({name.partition(".")[0] for name in self.preload} & denied)
+        preloaded = sorted({name.partition(".")[0] for name in self.preload + self.slim_preload} & denied)
         if preloaded:
             raise ConfigError(f"python.preload names denied module(s) {', '.join(preloaded)}")
+        outside = sorted({name.partition(".")[0] for name in self.slim_preload} - sys.stdlib_module_names)
+        if outside:
+            raise ConfigError(f"python.slim_preload names module(s) outside the standard library: {', '.join(outside)}")
 
 
 @dataclass(frozen=True)
@@ -210,7 +234,7 @@ class Settings:
             "server.max_stream_inflight": self.server.max_stream_inflight,
             "sandbox.slots": self.sandbox.slots,
             "sandbox.jail_max_processes": self.sandbox.jail_max_processes,
-            "python.workers": self.python.workers, "python.max_queue": self.python.max_queue,
+            "python.max_queue": self.python.max_queue,
             "python.recycle_after": self.python.recycle_after,
             "sessions.idle_timeout_s": self.sessions.idle_timeout_s,
             "limits.timeout_ms": self.limits.timeout_ms, "limits.memory_mb": self.limits.memory_mb,
@@ -232,8 +256,10 @@ class Settings:
             raise ConfigError(f"http.port must be 0-65535 (0: no HTTP fronts), got {self.http.port}")
         if self.server.port > 65535:
             raise ConfigError(f"server.port must be at most 65535, got {self.server.port}")
-        if self.sessions.max_sessions < 0:
-            raise ConfigError("sessions.max_sessions must not be negative")
+        for name in ("python.workers", "python.slim_workers", "sessions.max_sessions"):
+            section, _, field_name = name.partition(".")
+            if getattr(getattr(self, section), field_name) < 0:
+                raise ConfigError(f"{name} must not be negative")
         if self.sandbox.first_slot < 0:
             raise ConfigError("sandbox.first_slot must not be negative")
         for name in ("timeout_ms", "memory_mb", "max_output_bytes"):
@@ -242,10 +268,10 @@ class Settings:
                                   f"limits.{name} ({getattr(self.limits, name)})")
         if self.limits.max_processes > self.sandbox.jail_max_processes:
             raise ConfigError("limits.max_processes exceeds sandbox.jail_max_processes")
-        needed = self.python.workers + 1 + self.sessions.max_sessions
+        needed = self.python.warm_count() + self.python.slim_count() + 1 + self.sessions.max_sessions
         if self.sandbox.slots < needed:
-            raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover python.workers + 1 for the "
-                              f"self-test + sessions.max_sessions ({needed})")
+            raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover the python workers, warm and slim, "
+                              f"+ 1 for the self-test + sessions.max_sessions ({needed})")
         if self.limits.max_output_bytes * 4 > self.server.max_message_bytes:
             raise ConfigError("limits.max_output_bytes is too large for server.max_message_bytes")
         if not os.path.isabs(self.sandbox.scratch_root):

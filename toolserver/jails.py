@@ -1,9 +1,11 @@
 """How each kind of jailed process starts, derived from the settings in one place.
 
-Three kinds run untrusted code: the python workers (warm zygotes), the session kernels
-and the Lean REPLs. They share one firejail command line (`sandbox.jail.jail_command`)
-and differ only in what is derived here: a kernel caps its own address space once warm,
-a REPL has Lean's memory, process and file limits and start-up time.
+Three kinds run untrusted code: the python workers (warm zygotes, and slim ones that
+preload only standard modules), the session kernels and the Lean REPLs. They share one
+firejail command line (`sandbox.jail.jail_command`) and differ only in what is derived
+here: a slim zygote preloads less and hands back a call that reaches beyond the standard
+library, a kernel caps its own address space once warm, a REPL has Lean's memory,
+process and file limits and start-up time.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class JailSpecs:
     worker: ZygoteSpec  # python workers; also the self-test's, without the guard
+    slim_worker: ZygoteSpec  # slim python workers
     kernel: ZygoteSpec  # session kernels
     repl: ZygoteSpec    # Lean REPLs
 
@@ -64,6 +67,13 @@ def zygote_spec(settings: Settings) -> ZygoteSpec:
                       start_timeout_s=settings.python.start_timeout_s)
 
 
+def slim_spec(worker: ZygoteSpec, preload: tuple[str, ...]) -> ZygoteSpec:
+    """A slim worker's: the workers' jail and guard with the standard modules of preload
+    only; a call that imports anything outside the standard library ends with the
+    REROUTE outcome, to be run on a warm worker."""
+    return dataclasses.replace(worker, preload=preload, reroute_outside_stdlib=True)
+
+
 def kernel_spec(worker: ZygoteSpec, start_timeout_s: float) -> ZygoteSpec:
     """A session kernel's: the workers' jail without an address-space cap, which the
     kernel sets on itself once warm (sandbox/kernel.py)."""
@@ -80,5 +90,6 @@ def repl_spec(worker: ZygoteSpec, lean: LeanSettings) -> ZygoteSpec:
 
 def jail_specs(settings: Settings) -> JailSpecs:
     worker = zygote_spec(settings)
-    return JailSpecs(worker=worker, kernel=kernel_spec(worker, settings.sessions.start_timeout_s),
+    return JailSpecs(worker=worker, slim_worker=slim_spec(worker, settings.python.slim_preload),
+                     kernel=kernel_spec(worker, settings.sessions.start_timeout_s),
                      repl=repl_spec(worker, settings.lean))

@@ -32,18 +32,26 @@ class ServerMetrics:
         """A gauge read from read() at each scrape."""
         Gauge(name, documentation, registry=self.registry).set_function(read)
 
-    def watch_pool(self, pool: Any, sessions: Any) -> None:
-        """Gauges over the python pool's and the session manager's state."""
-        if pool is not None:
-            self.sample("toolserver_python_queue_depth", "Python calls waiting for a worker",
-                        lambda: pool.stats().waiting)
-            self.sample("toolserver_python_workers_idle", "Python workers waiting for a call",
-                        lambda: pool.stats().idle)
-            self.sample("toolserver_python_workers_busy", "Python workers running a call",
-                        lambda: pool.stats().size - pool.stats().idle)
-            self.sample("toolserver_sandbox_restarts", "Python workers replaced (lost, hung or recycled)",
-                        lambda: pool.stats().restarts)
-        if sessions is not None:
+    def watch_python(self, python: Any) -> None:
+        """Gauges over the python tool's pools (warm and slim together, and the slim ones
+        alone) and its session manager."""
+        pools = [pool for pool in (python.pool, python.slim_pool) if pool is not None]
+
+        def total(field: str) -> Callable[[], float]:
+            return lambda: sum(getattr(pool.stats(), field) for pool in pools)
+
+        self.sample("toolserver_python_queue_depth", "Python calls waiting for a worker", total("waiting"))
+        self.sample("toolserver_python_workers_idle", "Python workers waiting for a call", total("idle"))
+        self.sample("toolserver_python_workers_busy", "Python workers running a call",
+                    lambda: sum(pool.stats().size - pool.stats().idle for pool in pools))
+        self.sample("toolserver_sandbox_restarts", "Python workers replaced (lost, hung or recycled)", total("restarts"))
+        if python.slim_pool is not None:
+            slim = python.slim_pool
+            self.sample("toolserver_python_slim_calls", "Python calls run on slim workers", lambda: slim.stats().calls)
+            self.sample("toolserver_python_rerouted_calls", "Calls a slim worker handed back to a warm one",
+                        lambda: python.rerouted)
+        if python.sessions is not None:
+            sessions = python.sessions
             self.sample("toolserver_sessions_open", "Open Python sessions", lambda: len(sessions.sessions))
 
     def serve(self, host: str, port: int) -> int:

@@ -49,11 +49,13 @@ async def evaluate(loop: RolloutLoop, tokenizer: Tokenizer, tasks: Sequence[Task
     correct = [0] * len(tasks)
     for r, s in zip(rollouts, scores):
         correct[r.group] += int(s is not None and s >= 1.0)
+    calls = sum(r.tool_calls for r in rollouts)
     result = {f"pass@{k}": statistics.fmean(pass_at_k(samples, c, k) for c in correct) for k in ks}
     result.update({
         "accuracy": sum(correct) / len(rollouts),
         "tool_use": statistics.fmean(r.tool_calls > 0 for r in rollouts),
         "tool_calls_per_rollout": statistics.fmean(r.tool_calls for r in rollouts),
+        "tool_error_rate": sum(r.tool_errors for r in rollouts) / calls if calls else 0.0,
         "unscored": float(sum(s is None for s in scores)),
         "problems": float(len(tasks)),
         "samples": float(samples),

@@ -143,9 +143,9 @@ def run_recipe(recipe: Recipe, out: Path, *, server: str | None = None, policy: 
             began = time.monotonic()
             result = asyncio.run(evaluate_config(rl, on, samples=samples, ks=(1, samples), policy=policy,
                                                  tokenizer=tokenizer))
-            seconds[f"eval_{name}"] = round(time.monotonic() - began, 1)
-            say(f"{name}: accuracy {result['accuracy']:.3f}, tool use {result['tool_use']:.2f} "
-                f"({seconds[f'eval_{name}']:.0f} s)")
+            seconds[name] = round(time.monotonic() - began, 1)
+            say(f"{name}: accuracy {result['accuracy']:.3f}, tool use {result['tool_use']:.2f}, "
+                f"tool errors {result['tool_error_rate']:.2f} ({seconds[name]:.0f} s)")
             summary[name] = result
             return result
 

@@ -208,7 +208,7 @@ def long_batch(url: str, submissions: list[dict], path: str = "/run/long-batch",
 def test_code_judge_ping_and_status(endpoint):
     assert requests.get(f"{endpoint}/ping", timeout=10).status_code == 200
     status = requests.get(f"{endpoint}/status", timeout=10).json()
-    assert status["num_workers"] == 2 and status["queue"] >= 0
+    assert status["num_workers"] == 4 and status["queue"] >= 0  # 2 warm, 2 slim
 
 
 def test_a_64_item_long_batch_answers_every_item_in_order(endpoint):

@@ -35,8 +35,20 @@ def test_calls_refusals_and_pools_are_counted(server, client):
     assert after[error_key] - before.get(error_key, 0) >= 1
     assert after[rejected_key] - before.get(rejected_key, 0) >= 1
     assert after['toolserver_call_seconds_count{tool="python"}'] >= 4
-    assert after["toolserver_python_workers_idle"] + after["toolserver_python_workers_busy"] == 2
+    assert after["toolserver_python_workers_idle"] + after["toolserver_python_workers_busy"] == 4  # 2 warm, 2 slim
     assert "toolserver_sessions_open" in after and "toolserver_sandbox_restarts" in after
+
+
+def test_calls_are_counted_by_the_worker_that_ran_them(server, client):
+    """Code that needs only the standard library runs on a slim worker; a call that reaches
+    for another module at run time is handed back to a warm one, and counted."""
+    before = scrape(server)
+    assert client.run_python("import math\nmath.factorial(5)").python.value == "120"
+    assert client.run_python("import sympy\nsympy.factorint(12)").python.value == "{2: 2, 3: 1}"
+    assert client.run_python("__import__('sym' + 'py').factorint(10)").python.value == "{2: 1, 5: 1}"
+    after = scrape(server)
+    assert after["toolserver_python_slim_calls"] - before["toolserver_python_slim_calls"] == 2
+    assert after["toolserver_python_rerouted_calls"] - before["toolserver_python_rerouted_calls"] == 1
 
 
 def test_json_logs_carry_request_ids(tmp_path):

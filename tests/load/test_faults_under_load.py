@@ -50,7 +50,7 @@ def zygote_pids(slot_index: int) -> list[int]:
 def wait_for_full_pool(client, timeout_s: float = 60) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if f"{WORKERS} workers, {WORKERS} idle" in client.server_info().tools[0].detail:
+        if client.server_info().tools[0].detail.count(f"{WORKERS} workers, {WORKERS} idle") == 2:  # warm, slim
             return
         time.sleep(0.2)
     raise AssertionError(client.server_info().tools[0].detail)
@@ -70,12 +70,12 @@ def test_workers_killed_and_stopped_under_load_lose_no_call(fault_server):
     for thread in threads:
         thread.start()
     time.sleep(1.5)
-    worker_slots = range(fault_server.first_slot + 1, fault_server.first_slot + 1 + WORKERS)
-    for slot_index in worker_slots:  # kill every worker's processes once
+    worker_slots = fault_server.worker_slot_indexes()
+    for slot_index in worker_slots:  # kill every worker's processes once, warm and slim
         for pid in zygote_pids(slot_index):
             os.kill(pid, signal.SIGKILL)
         time.sleep(0.5)
-    stopped = zygote_pids(fault_server.first_slot + 1)  # and hang one worker: the pool must see it overrun
+    stopped = zygote_pids(worker_slots[-1])  # and hang a slim worker, where these calls run: the pool must see it overrun
     for pid in stopped:
         os.kill(pid, signal.SIGSTOP)
     time.sleep(6)

@@ -49,11 +49,11 @@ def stdlib_modules() -> list[str]:
     return names
 
 
-def import_failures(client, names: list[str]) -> dict[str, str]:
+def import_failures(client, names: list[str], prefix: str = "") -> dict[str, str]:
     failures: dict[str, str] = {}
     for start in range(0, len(names), 80):
         chunk = names[start:start + 80]
-        code = ("import importlib, warnings\nwarnings.simplefilter('ignore')\nbad = {}\n"
+        code = (prefix + "import importlib, warnings\nwarnings.simplefilter('ignore')\nbad = {}\n"
                 f"for name in {chunk!r}:\n    try:\n        importlib.import_module(name)\n"
                 "    except BaseException as exc:\n        bad[name] = f'{type(exc).__name__}: {exc}'\nbad")
         response = client.run_python(code, timeout_ms=10000)
@@ -95,6 +95,16 @@ def test_every_stdlib_module_the_jail_allows_the_guard_allows(client, jail_clien
     assert all(error.startswith("ImportDenied: import of 'ctypes'") for error in refused_by_the_guard.values()), \
         refused_by_the_guard  # only what needs ctypes (multiprocessing.sharedctypes): raw native memory
     assert len(refused_by_the_guard) <= 2
+
+
+def test_slim_and_warm_workers_import_the_same_standard_modules(client):
+    """The corpus's code names standard modules only, so it runs on slim workers (a
+    module that reaches beyond the standard library as it loads sends its chunk to a warm
+    one); naming sympy in a comment sends it to the warm workers: same answers."""
+    names = stdlib_modules()
+    slim = import_failures(client, names)
+    warm = import_failures(client, names, prefix="# as on a worker that preloads sympy\n")
+    assert slim == warm
 
 
 def test_the_default_profile_is_open_and_listed(client):

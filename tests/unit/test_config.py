@@ -32,6 +32,30 @@ def test_contradicting_limits_are_rejected():
 def test_slots_must_cover_workers():
     with pytest.raises(ConfigError, match="sandbox.slots"):
         load_settings(**{"python.workers": 60})
+    with pytest.raises(ConfigError, match="sandbox.slots"):
+        load_settings(**{"python.workers": 30, "python.slim_workers": 30})
+    assert load_settings(**{"python.workers": 59, "python.slim": False}).python.slim_count() == 0
+
+
+def test_workers_default_to_two_per_cpu_and_slim_ones_to_as_many(monkeypatch):
+    import toolserver.config as config
+
+    monkeypatch.setattr(config, "available_cpus", lambda: 3)
+    python = load_settings().python
+    assert python.warm_count() == 6 and python.slim_count() == 6
+    monkeypatch.setattr(config, "available_cpus", lambda: 64)
+    assert load_settings().python.warm_count() == config.MAX_AUTO_WORKERS
+    python = load_settings(**{"python.workers": 3, "python.slim_workers": 1}).python
+    assert python.warm_count() == 3 and python.slim_count() == 1
+    with pytest.raises(ConfigError, match="python.slim_workers must not be negative"):
+        load_settings(**{"python.slim_workers": -1})
+
+
+def test_slim_workers_preload_standard_modules_only():
+    with pytest.raises(ConfigError, match="outside the standard library: sympy"):
+        load_settings(**{"python.slim_preload": ["math", "sympy"]})
+    with pytest.raises(ConfigError, match="denied module"):
+        load_settings(**{"python.slim_preload": ["ctypes"]})
 
 
 def test_request_limits_are_capped_and_defaulted():

@@ -13,7 +13,8 @@ from sandbox.calls import CallLimits, CallRequest
 from sandbox.jail import JailPolicy
 from sandbox.selftest import probe_request
 from sandbox.slots import prepare_scratch
-from sandbox.worker import Zygote, ZygoteSpec
+from sandbox.worker import GuardPolicy, Zygote, ZygoteSpec
+from toolserver.config import DENIED_IMPORTS
 
 PROJECT = str(Path(__file__).resolve().parents[2])
 
@@ -83,5 +84,44 @@ async def test_a_request_without_its_keys_is_answered_invalid(slot):
         reply = await zygote.run(WithoutScratchCap(partial.id, partial.code, partial.limits), 10)
         assert reply["outcome"] == "INVALID" and "max_scratch_mb" in reply["error"]
         assert (await zygote.run(probe_request("whole", "6 * 7"), 10))["value"] == "42"
+    finally:
+        await zygote.kill()
+
+
+def guarded(reroute: bool, preload: tuple[str, ...] = ()) -> ZygoteSpec:
+    return ZygoteSpec(interpreter=sys.executable, preload=preload, jail=JailPolicy(hidden_paths=(PROJECT,)),
+                      guard=GuardPolicy({"open": None}, DENIED_IMPORTS), reroute_outside_stdlib=reroute)
+
+
+def call(code: str, stdin: str = "") -> CallRequest:
+    request = probe_request("c", code)
+    return CallRequest(request.id, code, request.limits, stdin=stdin, profile="open")
+
+
+async def test_a_slim_zygote_hands_back_a_call_that_reaches_past_the_standard_library(slot):
+    """However the import is spelled and whatever the code catches, the call ends at the
+    import, REROUTE, to run again on a warm zygote; standard modules run where they are."""
+    zygote = Zygote(guarded(reroute=True, preload=("json",)), slot)
+    try:
+        await zygote.start()
+        for code in ("import sympy", "print('first'); __import__('sym' + 'py')",
+                     "import importlib\ntry:\n    importlib.import_module('numpy')\nexcept BaseException:\n    pass\n"
+                     "print('went on')", "from mpmath import mp"):
+            reply = await zygote.run(call(code), 10)
+            assert reply["outcome"] == "REROUTE", (code, reply)
+        reply = await zygote.run(call("import statistics, fractions, json, sys\ninput() + str(statistics.mean([1, 3]))",
+                                      stdin="x\n"), 10)
+        assert reply["outcome"] == "OK" and reply["value"] == "'x2'"
+        assert (await zygote.run(call("import ctypes"), 10))["outcome"] == "DENIED"  # standard, and denied
+    finally:
+        await zygote.kill()
+
+
+async def test_a_warm_zygote_runs_what_a_slim_one_hands_back(slot):
+    zygote = Zygote(guarded(reroute=False, preload=("sympy",)), slot)
+    try:
+        await zygote.start()
+        reply = await zygote.run(call("print('first'); __import__('sym' + 'py').factorint(12)"), 10)
+        assert reply["outcome"] == "OK" and reply["stdout"] == "first\n" and reply["value"] == "{2: 2, 3: 1}"
     finally:
         await zygote.kill()

@@ -73,7 +73,7 @@ class CodeJudgeFront:
     def __init__(self, dispatcher: Dispatcher, policies: Policies, settings: Settings) -> None:
         self.dispatcher = dispatcher
         self.policies = policies
-        self.workers = settings.python.workers
+        self.workers = settings.python.warm_count() + settings.python.slim_count()
 
     def routes(self) -> list[Route]:
         routes = [Route("/ping", self.ping, methods=["GET"]), Route("/status", self.status, methods=["GET"])]

@@ -1,13 +1,17 @@
 """The python tool: a PythonCall and its Limits in, an ExecuteResponse out.
 
-It caps the caller's limits by the server's, hands a stateless call to the worker pool
-and a session's call to its kernel, and turns the reply into the contract's message. It
-knows nothing of gRPC status.
+It caps the caller's limits by the server's, hands a stateless call to a worker pool
+(the slim one when `routing` says the code needs only the standard library, else the
+warm one; a call the slim worker hands back runs again on a warm one) and a session's
+call to its kernel, and turns the reply into the contract's message. It knows nothing
+of gRPC status.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import dataclasses
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -18,6 +22,7 @@ from toolserver.config import Settings
 from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.python.pool import WorkerPool
+from toolserver.python.routing import CallRouter
 from toolserver.python.schema import python_call_from_json, python_tool_spec
 from toolserver.python.sessions import SessionManager
 from toolserver.registry import BuildContext, Tool
@@ -113,10 +118,14 @@ def response_from_reply(request_id: str, reply: dict[str, Any]) -> pb.ExecuteRes
 class PythonExecutor(Tool):
     name = "python"
 
-    def __init__(self, settings: Settings, pool: WorkerPool | None, sessions: SessionManager | None) -> None:
+    def __init__(self, settings: Settings, pool: WorkerPool | None, sessions: SessionManager | None,
+                 slim_pool: WorkerPool | None = None) -> None:
         self.settings = settings
-        self.pool = pool
+        self.pool = pool            # warm workers: every call may run here
+        self.slim_pool = slim_pool  # slim workers: calls that need only the standard library
         self.sessions = sessions
+        self.router = CallRouter(settings.python.preload)
+        self.rerouted = 0           # calls a slim worker handed back to a warm one
 
     @property
     def available(self) -> bool:
@@ -125,9 +134,10 @@ class PythonExecutor(Tool):
     def status(self) -> str:
         if self.pool is None:
             return "no worker pool"
-        stats = self.pool.stats()
-        return (f"{stats.size} workers, {stats.idle} idle, {stats.waiting} waiting, "
-                f"{stats.restarts} restarts, {stats.calls} calls")
+        text = pool_status(self.pool)
+        if self.slim_pool is not None:
+            text += f"; slim: {pool_status(self.slim_pool)}, {self.rerouted} rerouted"
+        return text
 
     @staticmethod
     def call_from_json(arguments: str) -> pb.PythonCall:
@@ -173,31 +183,59 @@ class PythonExecutor(Tool):
             return response_from_reply(request_id, reply)
         if self.pool is None:
             raise Unavailable("no python worker pool: the sandbox is not proven safe")
-        reply = await self.pool.run(CallRequest(request_id, call.code, granted, stdin=call.stdin,
-                                                profile=self.import_profile(caller), files=files, fetch_files=fetch))
-        return response_from_reply(request_id, reply)
+        request = CallRequest(request_id, call.code, granted, stdin=call.stdin, profile=self.import_profile(caller),
+                              files=files, fetch_files=fetch)
+        return response_from_reply(request_id, await self.run_stateless(request))
+
+    async def run_stateless(self, request: CallRequest) -> dict[str, Any]:
+        """The reply of a slim worker when the router sends the call there and it stays,
+        else of a warm one."""
+        assert self.pool is not None
+        if self.slim_pool is not None and self.router.runs_slim(request.code):
+            reply = await self.slim_pool.run(request)
+            if reply.get("outcome") != "REROUTE":
+                return reply
+            self.rerouted += 1
+        reply = await self.pool.run(request)
+        if reply.get("outcome") == "REROUTE":  # a warm worker never hands a call back: its child lied
+            reply.update(outcome="CRASHED", error="the call's process answered a result it cannot give")
+        return reply
+
+
+def pool_status(pool: WorkerPool) -> str:
+    stats = pool.stats()
+    return (f"{stats.size} workers, {stats.idle} idle, {stats.waiting} waiting, "
+            f"{stats.restarts} restarts, {stats.calls} calls")
 
 
 async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonExecutor:
-    """The python tool: a started worker pool and session manager once the sandbox is
-    proven, else one that refuses calls (the state says why)."""
+    """The python tool: started worker pools (warm, and slim unless python.slim is off)
+    and session manager once the sandbox is proven, else one that refuses calls (the
+    state says why). Slots in order: warm workers, sessions, slim workers."""
     settings, state = context.settings, context.state
-    worker_slots = context.slots.take(settings.python.workers)
+    python = settings.python
+    worker_slots = context.slots.take(python.warm_count())
     session_slots = context.slots.take(settings.sessions.max_sessions)
+    slim_slots = context.slots.take(python.slim_count())
     if not state.serving:
         return PythonExecutor(settings, None, None)
-    pool = WorkerPool(context.jails.worker, worker_slots, max_queue=settings.python.max_queue,
-                      grace_s=settings.python.worker_grace_s, recycle_after=settings.python.recycle_after,
-                      cgroups=context.cgroups)
-    stack.push_async_callback(pool.close)
+    pools = []
+    for spec, slots in ((context.jails.worker, worker_slots), (context.jails.slim_worker, slim_slots)):
+        if slots:
+            pool = WorkerPool(spec, slots, max_queue=python.max_queue, grace_s=python.worker_grace_s,
+                              recycle_after=python.recycle_after, cgroups=context.cgroups)
+            stack.push_async_callback(pool.close)
+            pools.append(pool)
     try:
-        await pool.start()
+        await asyncio.gather(*(pool.start() for pool in pools))
         if context.jails.worker.guard is not None:
-            await verify_guard(pool, state, settings.python.import_profile)
+            for pool, check in zip(pools, ("import_guard", "import_guard_slim")):
+                await verify_guard(pool, state, python.import_profile, check)
     except WorkerLost as exc:
         state.refuse(f"no python worker could start: {exc}")
     if not state.serving:
         return PythonExecutor(settings, None, None)
+    pool, slim_pool = pools[0], (pools[1] if len(pools) > 1 else None)
     sessions = None
     if session_slots:
         sessions = SessionManager(context.jails.kernel, session_slots, max_sessions=settings.sessions.max_sessions,
@@ -205,14 +243,15 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
                                   max_message_text=settings.limits.max_output_bytes, cgroups=context.cgroups)
         stack.push_async_callback(sessions.shutdown)
         sessions.start()
-    context.metrics.watch_pool(pool, sessions)
-    return PythonExecutor(settings, pool, sessions)
+    executor = PythonExecutor(settings, pool, sessions, slim_pool)
+    context.metrics.watch_python(executor)
+    return executor
 
 
-async def verify_guard(pool: WorkerPool, state: ServerState, profile: str) -> None:
+async def verify_guard(pool: WorkerPool, state: ServerState, profile: str, name: str) -> None:
     """Proves on a real worker that the configured guard refuses a denied import; a guard
     that is configured but does not work stops the server from serving."""
-    check = judge_guard(await pool.run(probe_request("guard", GUARD_PROBE, profile)))
+    check = dataclasses.replace(judge_guard(await pool.run(probe_request("guard", GUARD_PROBE, profile))), name=name)
     state.checks.append(check)
     if not check.ok:
         state.refuse(f"sandbox self-test failed: {check.name} ({check.detail})")
