@@ -128,7 +128,10 @@ class PythonSettings:
     max_queue: int = 1024             # calls waiting for a worker; past it RESOURCE_EXHAUSTED
     worker_grace_s: float = 5.0       # a worker that overruns the call's timeout by this is hung
     start_timeout_s: float = 60.0     # to start one zygote (imports included)
-    recycle_after: int = 5000         # calls before a worker is replaced by a fresh one
+    recycle_after: int = 20_000       # calls before a worker is replaced by a fresh one, give or take
+                                      # a quarter (drawn per worker, so that workers started together
+                                      # are not replaced together: a warm start costs about a second
+                                      # of CPU, during which the worker serves nobody)
 
 
     def warm_count(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from trainer.policy_torch import TinyConfig, TinyTransformer, TorchPolicy
 from trainer.recipe import HeldOut, Problems, Recipe, WarmStart, run_recipe
 from trainer.synthetic import DEMO_KINDS
 from trainer.tokenizer import ByteTokenizer
+
 
 def demo_rl_config() -> TrainerConfig:
     """The RL half of the demo: GRPO-RoC as in rStar2-Agent, sized for a 2-core CPU. The
@@ -60,7 +62,7 @@ def run_demo(cfg: DemoConfig, *, progress: bool = True) -> dict[str, Any]:
     policy = TorchPolicy(model, tokenizer.eos_id, temperature=cfg.rl.temperature, threads=cfg.threads,
                          seed=cfg.seed)
     if progress:
-        print(f"{sum(p.numel() for p in model.parameters()):,} weights")
+        print(f"{sum(p.numel() for p in model.parameters()):,} weights", file=sys.stderr)
     recipe = Recipe(rl=dataclasses.replace(cfg.rl, seed=cfg.seed, torch_threads=cfg.threads),
                     problems=Problems(DEMO_KINDS, cfg.train_problems, cfg.heldout_problems),
                     warm_start=WarmStart(cfg.tool_share, cfg.sft_steps, cfg.sft_batch, cfg.sft_learning_rate),

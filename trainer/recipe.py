@@ -20,9 +20,11 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -36,7 +38,7 @@ from trainer.policy import TrainablePolicy
 from trainer.rewards import Task, task_from_row
 from trainer.run_log import plot_series
 from trainer.sft import supervised_train
-from trainer.synthetic import DEMO_KINDS, train_and_heldout, warm_start_traces
+from trainer.synthetic import DEMO_KINDS, KINDS, train_and_heldout, warm_start_traces
 from trainer.tokenizer import Tokenizer
 from trainer.train import train
 
@@ -106,6 +108,9 @@ def load_recipe(path: str | os.PathLike[str], **overrides: Any) -> Recipe:
     recipe = Recipe(rl=config_from_mapping(values, **overrides), **tables)
     if recipe.problems.train < 1 or recipe.problems.held_out < 1:
         raise ConfigError("[problems] train and held_out must be at least 1")
+    unknown = sorted(set(recipe.problems.kinds) - KINDS.keys())
+    if unknown or not recipe.problems.kinds:
+        raise ConfigError(f"[problems] kinds: {unknown or 'none given'}; known: {', '.join(sorted(KINDS))}")
     if not 0.0 <= recipe.warm_start.tool_share <= 1.0:
         raise ConfigError("[warm_start] tool_share must lie in [0, 1]")
     return recipe
@@ -120,7 +125,7 @@ def run_recipe(recipe: Recipe, out: Path, *, server: str | None = None, policy: 
     (out / "metrics.jsonl").unlink(missing_ok=True)
     shutil.rmtree(out / "checkpoints", ignore_errors=True)
     started = time.monotonic()
-    say: Callable[..., None] = print if progress else (lambda *_: None)
+    say: Callable[..., None] = partial(print, file=sys.stderr, flush=True) if progress else (lambda *_: None)
     rl = dataclasses.replace(recipe.rl, out_dir=str(out), reward="math")
     if policy is None or tokenizer is None:
         policy, tokenizer = build_policy(rl)

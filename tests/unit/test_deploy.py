@@ -119,8 +119,10 @@ def test_resources_have_requests_and_limits(tmp_path):
     settings = configmap_settings(tmp_path, deployed_config_key())
     limit_mib = parse_mib(resources["limits"]["memory"])
     per_worker = settings.limits.memory_mb + settings.limits.max_scratch_mb
-    assert limit_mib >= settings.python.workers * per_worker + 512  # scratch is RAM; plus the server
-    assert parse_cpu(resources["requests"]["cpu"]) >= settings.python.workers
+    workers = settings.python.warm_count() + settings.python.slim_count()
+    assert settings.python.workers and settings.python.slim_workers  # fixed counts: auto would follow the node's CPUs
+    assert limit_mib >= workers * per_worker + 512  # scratch is RAM; plus the server
+    assert parse_cpu(resources["requests"]["cpu"]) >= settings.python.warm_count()
 
 
 def parse_mib(quantity: str) -> float:
@@ -298,7 +300,13 @@ def test_compose_resources_are_variables_with_defaults():
         for key in ("cpus", "mem_limit"):
             assert re.fullmatch(r"\$\{TOOLSERVER_\w+:-[0-9]+g?\}", str(service[key])), (name, key, service[key])
     default_cpus = re.fullmatch(r"\$\{\w+:-(\d+)\}", compose_service()["cpus"]).group(1)
-    assert int(default_cpus) >= Settings().python.workers
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    warm = int(re.search(r"'workers = (\d+)'", dockerfile).group(1))
+    slim = int(re.search(r"'slim_workers = (\d+)'", dockerfile).group(1))
+    assert int(default_cpus) >= warm
+    default_gib = int(re.fullmatch(r"\$\{\w+:-(\d+)g\}", compose_service()["mem_limit"]).group(1))
+    limits = Settings().limits
+    assert default_gib * 1024 >= (warm + slim) * (limits.memory_mb + limits.max_scratch_mb) + 512
 
 
 @pytest.mark.parametrize("path", [DEPLOY / "Dockerfile", DEPLOY / "lean" / "Dockerfile"],

@@ -12,7 +12,7 @@ from sandbox.calls import CallLimits, CallRequest
 from sandbox.jail import JailPolicy
 from sandbox.worker import ZygoteSpec
 from toolserver.errors import Exhausted
-from toolserver.python.pool import WorkerPool
+from toolserver.python.pool import IdleWorkers, WorkerPool
 
 
 
@@ -21,13 +21,17 @@ def request(code: str, request_id: str = "r", timeout_ms: int = 5000) -> CallReq
                                                     max_processes=16, max_file_mb=1, max_open_files=64))
 
 
-@pytest.fixture
-async def pool(sandbox_slots):
-    slots = sandbox_slots(1)
+async def started_pool(slots, recycle_after: int) -> WorkerPool:
     spec = ZygoteSpec(interpreter=sys.executable, preload=(), jail=JailPolicy(
         hidden_paths=(str(Path(__file__).resolve().parents[2]),)))
-    worker_pool = WorkerPool(spec, slots, max_queue=1, grace_s=2.0, recycle_after=3)
+    worker_pool = WorkerPool(spec, slots, max_queue=1, grace_s=2.0, recycle_after=recycle_after)
     await worker_pool.start()
+    return worker_pool
+
+
+@pytest.fixture
+async def pool(sandbox_slots):
+    worker_pool = await started_pool(sandbox_slots(1), recycle_after=100)
     yield worker_pool
     await worker_pool.close()
 
@@ -51,10 +55,16 @@ async def test_dead_worker_answers_crashed_and_is_replaced(pool):
     assert pool.stats().restarts >= 1
 
 
-async def test_workers_are_recycled(pool):
-    for i in range(7):
-        assert (await pool.run(request(f"{i}", str(i))))["value"] == str(i)
-    assert pool.stats().restarts >= 2
+async def test_workers_are_recycled(sandbox_slots):
+    """After recycle_after calls, give or take a quarter (3 here: after 2 to 4 calls)."""
+    pool = await started_pool(sandbox_slots(1), recycle_after=3)
+    try:
+        assert all(2 <= at <= 4 for at in pool._recycle_at.values())
+        for i in range(10):
+            assert (await pool.run(request(f"{i}", str(i))))["value"] == str(i)
+        assert pool.stats().restarts >= 2
+    finally:
+        await pool.close()
 
 
 async def test_cancelled_caller_does_not_lose_the_worker(pool):
@@ -63,3 +73,30 @@ async def test_cancelled_caller_does_not_lose_the_worker(pool):
     call.cancel()
     assert (await pool.run(request("7", "next")))["value"] == "7"
     assert pool.stats().size == 1
+
+
+async def test_idle_workers_go_to_the_longest_waiting_call():
+    idle = IdleWorkers()
+    first, second = (asyncio.ensure_future(idle.get()) for _ in range(2))
+    await asyncio.sleep(0)
+    idle.put("w1")
+    barging = asyncio.ensure_future(idle.get())  # arrives as w1 frees: it waits its turn
+    await asyncio.sleep(0)
+    assert first.done() and first.result() == "w1" and not barging.done()
+    second.cancel()
+    await asyncio.sleep(0)
+    idle.put("w2")  # the cancelled waiter is skipped
+    await asyncio.sleep(0)
+    assert barging.result() == "w2" and idle.empty()
+    idle.put("w3")
+    assert idle.qsize() == 1 and await idle.get() == "w3"
+
+
+async def test_a_worker_handed_to_a_call_that_went_away_goes_to_the_next():
+    idle = IdleWorkers()
+    gone, next_call = (asyncio.ensure_future(idle.get()) for _ in range(2))
+    await asyncio.sleep(0)
+    idle.put("w")
+    gone.cancel()  # handed over, then cancelled before it ran
+    await asyncio.sleep(0)
+    assert gone.cancelled() and await next_call == "w"

@@ -9,7 +9,9 @@ Calls wait in a bounded queue; past it they are refused at once with `Exhausted`
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
+import random
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +24,7 @@ from sandbox.worker import WorkerLost, Zygote, ZygoteSpec
 from toolserver.errors import Exhausted, Unavailable
 
 log = logging.getLogger(__name__)
+RECYCLE_SPREAD = 0.25  # a worker is recycled after recycle_after calls, give or take this share
 
 
 @dataclass
@@ -31,6 +34,42 @@ class PoolStats:
     waiting: int
     restarts: int
     calls: int
+
+
+class IdleWorkers:
+    """Idle workers, each handed to the call that has waited longest. (asyncio.Queue lets
+    a call that arrives as a worker frees take it ahead of the one it was meant for,
+    which goes back to the end of the line: under load the slowest calls waited twice.)"""
+
+    def __init__(self) -> None:
+        self._idle: collections.deque[Zygote] = collections.deque()
+        self._waiters: collections.deque[asyncio.Future[Zygote]] = collections.deque()
+
+    def qsize(self) -> int:
+        return len(self._idle)
+
+    def empty(self) -> bool:
+        return not self._idle
+
+    def put(self, worker: Zygote) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(worker)
+                return
+        self._idle.append(worker)
+
+    async def get(self) -> Zygote:
+        if self._idle:  # then nobody waits: put hands a worker to a waiter first
+            return self._idle.popleft()
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.put(waiter.result())  # handed over just as the caller went away: pass it on
+            raise
 
 
 class WorkerPool:
@@ -45,11 +84,12 @@ class WorkerPool:
         self.recycle_after = recycle_after
         self.restarts = 0
         self.calls = 0
-        self._idle: asyncio.Queue[Zygote] = asyncio.Queue()
+        self._idle = IdleWorkers()
         self._waiting = 0
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
         self._workers: set[Zygote] = set()
+        self._recycle_at: dict[Zygote, int] = {}  # calls after which each worker is replaced
         self._slot_cgroups = SlotCgroups(cgroups)
         self.last_error = ""
 
@@ -77,7 +117,8 @@ class WorkerPool:
             await worker.kill()
             raise Unavailable("pool closed")
         self._workers.add(worker)
-        self._idle.put_nowait(worker)
+        self._recycle_at[worker] = max(1, round(self.recycle_after * random.uniform(1 - RECYCLE_SPREAD, 1 + RECYCLE_SPREAD)))
+        self._idle.put(worker)
         return worker
 
     async def _restart_slot(self, slot: Slot) -> None:
@@ -100,6 +141,7 @@ class WorkerPool:
 
     async def _replace(self, worker: Zygote) -> None:
         self._workers.discard(worker)
+        self._recycle_at.pop(worker, None)
         await worker.kill()
         self.restarts += 1
         await self._restart_slot(worker.slot)
@@ -137,10 +179,10 @@ class WorkerPool:
             log.warning("worker %s lost during call %s: %s", worker.slot.name, request.id, exc)
             self._spawn(self._replace(worker))
             return crashed_reply(request.id, f"sandbox worker was lost: {exc}", time.monotonic() - started)
-        if worker.calls >= self.recycle_after or self._closed:
+        if worker.calls >= self._recycle_at.get(worker, self.recycle_after) or self._closed:
             self._spawn(self._replace(worker))
         else:
-            self._idle.put_nowait(worker)
+            self._idle.put(worker)
         return reply
 
     async def close(self) -> None:
