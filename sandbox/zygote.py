@@ -458,7 +458,8 @@ def execute(child, request, payload):
             os.killpg(child.pid, signal.SIGKILL)
         except OSError:
             pass
-        _, status = os.waitpid(child.pid, 0)
+        if status is None:  # reaped already when it exited before the cap was seen
+            _, status = os.waitpid(child.pid, 0)
         for fd in list(open_fds):
             drain(fd, captures[fd])
     return classify(request, status, timed_out, elapsed,

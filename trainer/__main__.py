@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--device")
         command.add_argument("--server", help="tool server target")
         command.add_argument("--local-server", action="store_true",
-                             help="start a tool server for the run (slot users 60-62) instead of --server")
+                             help="start a tool server for the run (slot users 59-63) instead of --server")
         command.add_argument("--out", dest="out_dir", help="output directory")
         command.add_argument("--steps", type=int)
         command.add_argument("--threads", dest="torch_threads", type=int)

@@ -43,13 +43,14 @@ def wait_serving(target: str, process: subprocess.Popen, log: Path, timeout_s: f
 
 
 @contextlib.contextmanager
-def local_server(directory: Path, *, workers: int = 2, first_slot: int = 60,
+def local_server(directory: Path, *, workers: int = 2, first_slot: int = 59,
                  timeout_s: float = 180.0) -> Iterator[str]:
-    """Yields the target of a fresh server; its config and log are left in `directory`."""
+    """Yields the target of a fresh server with `workers` warm and as many slim workers
+    (slot users 59-63 by default); its config and log are left in `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config = directory / "server.toml"
-    config.write_text(f"[sandbox]\nfirst_slot = {first_slot}\nslots = {workers + 1}\n\n"
+    config.write_text(f"[sandbox]\nfirst_slot = {first_slot}\nslots = {2 * workers + 1}\n\n"
                       f"[sessions]\nmax_sessions = 0\n\n[metrics]\nport = 0\n")
     log = directory / "server.log"
     with log.open("w") as out:

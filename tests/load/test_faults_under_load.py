@@ -159,7 +159,8 @@ def test_scratch_filled_under_load_stops_only_the_flooding_calls(fault_server):
     stop.set()
     for thread in threads[:4]:
         thread.join(60)
-    assert len(floods) == 3 and all(f.outcome == pb.ERROR and "scratch space limit" in f.error for f in floods)
+    assert len(floods) == 3 and all(f.outcome == pb.ERROR and "scratch space limit" in f.error for f in floods), \
+        [(pb.Outcome.Name(f.outcome), f.error) for f in floods]
     assert answers and set(answers) == {pb.OK}
     with fault_server.client() as client:
         wait_for_full_pool(client)

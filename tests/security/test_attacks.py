@@ -155,6 +155,18 @@ def test_scratch_flood_is_stopped(jail_client):
     assert response.outcome == pb.ERROR and "scratch space limit" in response.error
 
 
+def test_scratch_filled_then_exit_at_once_is_stopped_and_the_worker_lives(jail_client):
+    """The call fills its home and exits before a poll sees it full: it is still over its
+    scratch, and its worker answers the next call."""
+    code = ("import os\nblock = b'x' * (1 << 20)\ntry:\n    for i in range(4000):\n"
+            "        with open(f'f{i}', 'wb') as f:\n            for _ in range(8):\n                f.write(block)\n"
+            "except OSError:\n    os._exit(0)")
+    for _ in range(3):
+        response = run(jail_client, code, timeout_ms=10000)
+        assert response.outcome == pb.ERROR and "scratch space limit" in response.error, response
+    assert run(jail_client, "6 * 7").python.value == "42"
+
+
 def test_output_flood_is_cut_and_fast(jail_client):
     response = run(jail_client, "import sys\nfor _ in range(200):\n    sys.stdout.write('y' * 100000)",
                    max_output_bytes=4096)
