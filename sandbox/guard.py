@@ -59,7 +59,10 @@ IMPORT_MACHINERY = ("importlib", "_frozen_importlib")
 BYTECODE_LOADER = "_compile_bytecode"
 CREATE_BUILTIN = "sandbox.create_builtin"
 STANDARD_MODULES = sys.stdlib_module_names | {"__main__"}
-# Standard modules that import a denied module when they load, kept importable.
+# Standard modules that import a denied module when they load: a warm zygote (and a
+# kernel) loads them before the removal, so they stay importable and refuse only on use;
+# a slim zygote leaves them out (subprocess brings threading, whose after-fork hook every
+# call's process would pay for) and hands a call that imports one to a warm zygote.
 LOAD_BEFORE_REMOVAL = ("subprocess",)
 
 
@@ -95,11 +98,11 @@ def denied_function(module, name):
     return refuse
 
 
-def remove_denied_modules(denied):
+def remove_denied_modules(denied, load_first=LOAD_BEFORE_REMOVAL):
     """Drops every denied module from sys.modules and from the namespaces of the others,
-    where functions of theirs are replaced by ones that refuse. Returns the names removed.
-    Runs once, before any call's code."""
-    for name in LOAD_BEFORE_REMOVAL:
+    where functions of theirs are replaced by ones that refuse, after loading the modules
+    of load_first. Returns the names removed. Runs once, before any call's code."""
+    for name in load_first:
         try:
             importlib.import_module(name)
         except ImportError:
@@ -164,20 +167,22 @@ def builtin_maker(original, denied, busy):
     return make
 
 
-def install_guard(allowed, denied, writable_dirs, outside_stdlib=None):
+def install_guard(allowed, denied, writable_dirs, not_offered=None):
     """Installs the import guard and the audit hooks in this process, for good."""
-    make_guard(allowed, denied, writable_dirs, outside_stdlib)()
+    make_guard(allowed, denied, writable_dirs, not_offered)()
 
 
-def make_guard(allowed, denied, writable_dirs, outside_stdlib=None):
+def make_guard(allowed, denied, writable_dirs, not_offered=None):
     """A guard made ready to install: returns the function that installs it in the
     process that calls it, for good. A zygote makes its guards once, before it forks, so
     that a call's process only installs one.
 
     allowed: the top-level modules the call's own code may import, or None for every
-    module that is not denied. outside_stdlib: called with the name of the first module
-    outside the standard library that anything in the call imports, before any check
-    (a slim zygote's call ends there, to run again where that module is preloaded)."""
+    module that is not denied. not_offered: called with the name of the first module
+    this process does not offer that anything in the call imports, before any check: one
+    outside the standard library, or one of LOAD_BEFORE_REMOVAL that was not loaded (a
+    slim zygote's call ends there, to run again where that module is preloaded)."""
+    offered = STANDARD_MODULES - {name for name in LOAD_BEFORE_REMOVAL if name not in sys.modules}
     allowed = None if allowed is None else frozenset(allowed)
     denied = frozenset(denied)
     writable = tuple(os.path.realpath(path) + os.sep for path in writable_dirs)
@@ -186,9 +191,12 @@ def make_guard(allowed, denied, writable_dirs, outside_stdlib=None):
     own_pid = os.getpid()  # set again when installed: the pid of the call's process
     busy = []
 
+    def check_offered(name):
+        if not_offered is not None and isinstance(name, str) and top_level(name) not in offered:
+            not_offered(name)
+
     def check_name(name, from_callers_code):
-        if outside_stdlib is not None and isinstance(name, str) and top_level(name) not in STANDARD_MODULES:
-            outside_stdlib(name)
+        check_offered(name)
         if is_denied(name, denied):
             raise ImportDenied(f"import of {name!r} is not allowed in the sandbox")
         if allowed is not None and from_callers_code and top_level(name) not in allowed:
@@ -215,9 +223,8 @@ def make_guard(allowed, denied, writable_dirs, outside_stdlib=None):
 
     def audit(event, args):
         if event == "import":
-            if outside_stdlib is not None and args and isinstance(args[0], str) \
-                    and top_level(args[0]) not in STANDARD_MODULES:
-                outside_stdlib(args[0])
+            if args:
+                check_offered(args[0])
             if args and (is_denied(args[0], denied) or (len(args) > 1 and isinstance(args[1], str)
                                                           and is_denied(os.path.basename(args[1]).partition(".")[0], denied))):
                 raise ImportDenied(f"import of {args[0]!r} is not allowed in the sandbox")

@@ -12,9 +12,10 @@ expression. The zygote enforces wall time with SIGKILL of the child's process gr
 then kills every other process of the jail's uid (double-forked daemons included) and
 wipes the writable scratch directory before it reads the next request.
 
-A slim zygote (config `reroute_outside_stdlib`) preloads standard modules only: a call
-whose code imports anything outside the standard library ends at that import with the
-result kind "reroute" (outcome REROUTE), and the host runs it again on a warm zygote.
+A slim zygote (config `reroute_outside_stdlib`) preloads standard modules only, and not
+those that load a denied module (the guard's LOAD_BEFORE_REMOVAL): a call whose code
+imports anything outside the standard library, or one of those, ends at that import with
+the result kind "reroute" (outcome REROUTE), and the host runs it again on a warm zygote.
 
 The call's import allow-list and denied actions are `sandbox/guard.py`, loaded from
 the config; the zygote holds no native-code handle once it is warm (ctypes is used
@@ -280,8 +281,8 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
 
 
 def reroute(module):
-    """Ends the call at once, uncatchably, when its code reaches for a module outside the
-    standard library: the host runs it again on a warm zygote, which preloads more."""
+    """Ends the call at once, uncatchably, when its code reaches for a module this slim
+    zygote does not offer: the host runs it again on a warm zygote, which preloads more."""
     os.write(CALL_RESULT_FD, json.dumps({"kind": "reroute", "module": str(module)[:200]}).encode())
     os._exit(0)
 
@@ -651,7 +652,8 @@ def main(config):
     gc.collect()
     huge_mb = collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
     confine(config["confine_source"])
-    removed = GUARD.remove_denied_modules(frozenset(policy["denied"])) if policy else []
+    load_first = () if REROUTE_OUTSIDE_STDLIB else GUARD.LOAD_BEFORE_REMOVAL
+    removed = GUARD.remove_denied_modules(frozenset(policy["denied"]), load_first) if policy else []
     GUARDS = make_guards(policy)
     text_streams()
     gc.collect()

@@ -43,6 +43,8 @@ def test_standard_library_code_runs_slim(code):
     "m = __import__('numpy')",          # a preloaded module named anywhere: warm
     "import scipy.optimize",            # any module outside the standard library: warm
     "import math\nimport networkx as nx",
+    "import subprocess",                # standard, but it loads a denied module: warm
+    "from subprocess import run",
 ])
 def test_other_code_runs_warm(code):
     assert not ROUTER.runs_slim(code)

@@ -113,6 +113,12 @@ async def test_a_slim_zygote_hands_back_a_call_that_reaches_past_the_standard_li
                                       stdin="x\n"), 10)
         assert reply["outcome"] == "OK" and reply["value"] == "'x2'"
         assert (await zygote.run(call("import ctypes"), 10))["outcome"] == "DENIED"  # standard, and denied
+        # subprocess loads a denied module: a slim zygote leaves it (and threading) out.
+        for code in ("import subprocess", "import asyncio", "print('x'); __import__('subprocess')"):
+            reply = await zygote.run(call(code), 10)
+            assert reply["outcome"] == "REROUTE" and "subprocess" in reply["error"], (code, reply)
+        reply = await zygote.run(call("import sys\nsorted({'subprocess', 'threading'} & set(sys.modules))"), 10)
+        assert reply["outcome"] == "OK" and reply["value"] == "[]", reply
     finally:
         await zygote.kill()
 
@@ -123,5 +129,7 @@ async def test_a_warm_zygote_runs_what_a_slim_one_hands_back(slot):
         await zygote.start()
         reply = await zygote.run(call("print('first'); __import__('sym' + 'py').factorint(12)"), 10)
         assert reply["outcome"] == "OK" and reply["stdout"] == "first\n" and reply["value"] == "{2: 2, 3: 1}"
+        reply = await zygote.run(call("import subprocess\nsubprocess.run(['true'])"), 10)
+        assert reply["outcome"] == "DENIED", reply  # importable where it is preloaded, refused on use
     finally:
         await zygote.kill()
