@@ -7,7 +7,9 @@ mode keeps C calls in flight on one `ExecuteStream`, as an RL trainer batches it
 rollouts' calls. The baseline runs the same programs as fresh processes, C at a time.
 Each row also gives calls/s per CPU core of this machine (server and load generator
 share it), for sizing replicas. On a shared machine figures move from run to run:
-`--repeat` runs each point several times and keeps the median run.
+`--repeat` runs each point several times and keeps the median run. `--peer NAME=URL`
+adds other sandboxes' HTTP APIs to the same run (`bench_peers`): each row's mode is then
+the peer's name.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
+from toolserver.bench_peers import bench_peer
 from toolserver.bench_workloads import Workload
 from toolserver.client import AsyncToolClient, ToolServerError, python_request
 from toolserver.v1 import toolserver_pb2 as pb
@@ -37,7 +40,7 @@ def machine_cores() -> int:
 @dataclass
 class BenchResult:
     workload: str
-    mode: str            # unary, stream, or fresh (the baseline)
+    mode: str            # unary, stream, fresh (the baseline), or a peer's name
     concurrency: int
     calls: int
     failures: int
@@ -102,6 +105,12 @@ async def bench_unary(target: str, workload: Workload, calls: int, concurrency: 
         await asyncio.gather(*(caller() for _ in range(concurrency)))
         seconds = time.perf_counter() - started
     return BenchResult(workload.name, "unary", concurrency, calls, failures, seconds, latencies)
+
+
+def bench_peer_api(name: str, url: str, workload: Workload, calls: int, concurrency: int) -> BenchResult:
+    """The same programs through a peer's HTTP API, C callers at a time."""
+    failures, seconds, latencies = asyncio.run(bench_peer(name, url, programs_for(workload, calls), concurrency))
+    return BenchResult(workload.name, name, concurrency, calls, failures, seconds, latencies)
 
 
 async def bench_stream(target: str, workload: Workload, calls: int, concurrency: int, **client_args: Any
@@ -169,21 +178,27 @@ def median_run(runs: list[BenchResult]) -> BenchResult:
 
 def run_bench(target: str, workloads: Sequence[Workload], calls: int, concurrency: Sequence[int],
               baseline_calls: int, *, modes: Sequence[str] = ("unary",), repeat: int = 1,
-              python: str = sys.executable, **client_args: Any) -> list[BenchResult]:
+              python: str = sys.executable, peers: Mapping[str, str] | None = None,
+              **client_args: Any) -> list[BenchResult]:
     """Prints a row per run (with --repeat, the median run of each point after its runs);
-    returns the rows that count: the median run of each point, the baseline's among them
-    (baseline_calls calls at each level; 0: no baseline). client_args (token, tls_ca, ...)
-    go to the client."""
+    returns the rows that count: the median run of each point, the baseline's and the
+    peers' among them (baseline_calls calls at each level; 0: no baseline; peers: name ->
+    base URL, sent the same calls as the server). client_args (token, tls_ca, ...) go to
+    the client."""
     results = []
     print(f"target: {target}   {machine_cores()} CPU cores here (per core: calls/s / cores)")
     print(HEADER)
     kinds = {"unary": bench_unary, "stream": bench_stream}
+    runners = {mode: (lambda w, n, c, mode=mode: asyncio.run(kinds[mode](target, w, n, c, **client_args)))
+               for mode in modes}
+    runners.update({name: (lambda w, n, c, name=name, url=url: bench_peer_api(name, url, w, n, c))
+                    for name, url in (peers or {}).items()})
     for workload in workloads:
-        for mode in modes:
+        for mode, runner in runners.items():
             for c in concurrency:
                 runs = []
                 for _ in range(repeat):
-                    runs.append(asyncio.run(kinds[mode](target, workload, calls, c, **client_args)))
+                    runs.append(runner(workload, calls, c))
                     print(runs[-1].row(), flush=True)
                 best = median_run(runs)
                 if repeat > 1:
@@ -199,12 +214,22 @@ def run_bench(target: str, workloads: Sequence[Workload], calls: int, concurrenc
 
 
 def print_speedups(results: Sequence[BenchResult]) -> None:
-    """Per workload and level, the server's best mode against the fresh-process baseline."""
+    """Per workload and level, each server mode against the fresh-process baseline and
+    against the fastest peer."""
     fresh = {(r.workload, r.concurrency): r.rate for r in results if r.mode == "fresh"}
+    best_peer: dict[tuple[str, int], BenchResult] = {}
     for r in results:
-        if r.mode != "fresh" and fresh.get((r.workload, r.concurrency)):
+        if r.mode not in MODES and r.rate > getattr(best_peer.get((r.workload, r.concurrency)), "rate", 0.0):
+            best_peer[(r.workload, r.concurrency)] = r
+    for r in results:
+        if r.mode not in MODES[:2]:
+            continue
+        if fresh.get((r.workload, r.concurrency)):
             print(f"speed-up over a fresh process per call: {r.name}: "
                   f"{r.rate / fresh[(r.workload, r.concurrency)]:.1f}x")
+        peer = best_peer.get((r.workload, r.concurrency))
+        if peer is not None:
+            print(f"speed-up over the fastest peer ({peer.mode}): {r.name}: {r.rate / peer.rate:.1f}x")
 
 
 def write_json(results: Sequence[BenchResult], path: Path) -> None:
@@ -214,7 +239,7 @@ def write_json(results: Sequence[BenchResult], path: Path) -> None:
 
 def plot(results: Sequence[BenchResult], path: Path, title: str = "") -> None:
     """Throughput and latency (p50 solid, p99 dashed) against concurrency, a column per
-    workload; the fresh-process baseline in grey."""
+    workload; the fresh-process baseline in grey, peers in their own colours."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -222,16 +247,19 @@ def plot(results: Sequence[BenchResult], path: Path, title: str = "") -> None:
 
     workloads = list(dict.fromkeys(r.workload for r in results))
     colors = {"unary": "tab:blue", "stream": "tab:orange", "fresh": "tab:gray"}
+    peers = [mode for mode in dict.fromkeys(r.mode for r in results) if mode not in MODES]
+    colors.update(zip(peers, ("tab:green", "tab:red", "tab:purple", "tab:brown")))
     fig, axes = plt.subplots(2, len(workloads), figsize=(4.6 * len(workloads), 7.5), squeeze=False)
     for column, workload in enumerate(workloads):
         rate_ax, latency_ax = axes[0][column], axes[1][column]
-        for mode in MODES:
+        for mode in (*MODES, *peers):
             rows = sorted((r for r in results if r.workload == workload and r.mode == mode),
                           key=lambda r: r.concurrency)
             if not rows:
                 continue
             levels = [r.concurrency for r in rows]
-            label = "fresh python3 -c" if mode == "fresh" else f"server, {mode}"
+            label = ("fresh python3 -c" if mode == "fresh" else f"server, {mode}" if mode in MODES
+                     else f"peer: {mode}")
             rate_ax.plot(levels, [r.rate for r in rows], "o-", color=colors[mode], label=label)
             latency_ax.plot(levels, [r.percentile(50) for r in rows], "o-", color=colors[mode], label=f"{label} p50")
             latency_ax.plot(levels, [r.percentile(99) for r in rows], "x--", color=colors[mode], label=f"{label} p99")

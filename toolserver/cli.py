@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="runs per point; the median run counts")
             command.add_argument("--json", dest="json_out", help="write every point's figures to this file")
             command.add_argument("--plot", help="draw throughput and latency against concurrency into this PNG")
+            command.add_argument("--peer", action="append", default=[], metavar="NAME=URL",
+                                 help="also send the same calls to another sandbox's HTTP API (repeatable): "
+                                      "sandbox-fusion=http://HOST:PORT (POST /run_code) or code-judge=http://HOST:PORT "
+                                      "(POST /run)")
 
     token = sub.add_parser("token", help="caller tokens")
     token_sub = token.add_subparsers(dest="token_command", required=True)
@@ -161,6 +165,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from toolserver.bench import MODES, plot, run_bench, write_json
+    from toolserver.bench_peers import parse_peer
     from toolserver.bench_workloads import Workload, get_workload
 
     try:
@@ -174,11 +179,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
                      [get_workload(name) for name in args.workload.split(",") if name])
         if args.plot and importlib.util.find_spec("matplotlib") is None:
             raise ValueError("--plot needs matplotlib: pip install matplotlib")
+        peers = dict(parse_peer(text) for text in args.peer)
+        if peers and importlib.util.find_spec("aiohttp") is None:
+            raise ValueError("--peer needs aiohttp: pip install 'toolserver[http]'")
     except ValueError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
     results = run_bench(args.target, workloads, args.calls, levels, args.baseline_calls, modes=modes,
-                        repeat=max(1, args.repeat), **client_args(args))
+                        repeat=max(1, args.repeat), peers=peers, **client_args(args))
     if args.json_out:
         write_json(results, Path(args.json_out))
     if args.plot:

@@ -6,10 +6,12 @@ import json
 import subprocess
 import sys
 
-from toolserver.bench import run_bench
-from toolserver.bench_workloads import get_workload
+import pytest
 
-from tests.conftest import ROOT
+from toolserver.bench import run_bench
+from toolserver.bench_workloads import Workload, get_workload
+
+from tests.conftest import ROOT, RunningServer, free_port
 
 
 def test_bench_unary_stream_and_baseline(server, capsys):
@@ -42,9 +44,46 @@ def test_the_command_sweeps_workloads_and_writes_figures_and_a_plot(server, tmp_
     assert png.read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.fixture(scope="module")
+def fronts(tmp_path_factory):
+    """A server with its HTTP fronts, which speak SandboxFusion's and code-judge's APIs:
+    the peer client runs against them over real HTTP."""
+    port = free_port()
+    running = RunningServer(tmp_path_factory.mktemp("bench-fronts"), workers=1, args=("--http-port", str(port)))
+    yield running, f"http://127.0.0.1:{port}"
+    running.stop()
+
+
+def test_peers_get_the_same_calls_through_their_http_apis(fronts, capsys):
+    running, url = fronts
+    results = run_bench(running.target, [get_workload("trivial"), get_workload("humaneval")], 20, [2],
+                        baseline_calls=0, peers={"sandbox-fusion": url, "code-judge": url})
+    printed = capsys.readouterr().out
+    assert [r.name for r in results] == [f"{w} {m} c=2" for w in ("trivial", "humaneval")
+                                         for m in ("unary", "sandbox-fusion", "code-judge")]
+    assert all(r.failures == 0 and len(r.latencies_ms) == 20 for r in results)
+    assert "speed-up over the fastest peer (" in printed
+
+
+@pytest.mark.parametrize("code", ["import sys\nsys.exit(3)", "raise ValueError('no')"])
+def test_a_program_that_fails_counts_as_a_failure_at_a_peer(fronts, code):
+    running, url = fronts
+    results = run_bench(running.target, [Workload("custom", (code,))], 3, [1], baseline_calls=0, modes=(),
+                        peers={"sandbox-fusion": url, "code-judge": url})
+    assert [r.failures for r in results] == [3, 3]
+
+
+def test_an_unreachable_peer_fails_every_call(server):
+    results = run_bench(server.target, [get_workload("trivial")], 3, [1], baseline_calls=0, modes=(),
+                        peers={"code-judge": f"http://127.0.0.1:{free_port()}"})
+    assert results[0].failures == 3
+
+
 def test_bad_bench_arguments_are_a_clear_error(server):
     for args, message in ((["--workload", "nonsense"], "unknown workload 'nonsense'"),
-                          (["--mode", "batch"], "--mode"), (["-c", "0"], "must be positive")):
+                          (["--mode", "batch"], "--mode"), (["-c", "0"], "must be positive"),
+                          (["--peer", "e2b=http://127.0.0.1:1"], "NAME one of sandbox-fusion, code-judge"),
+                          (["--peer", "code-judge=127.0.0.1:1"], "NAME=http://HOST:PORT")):
         done = subprocess.run([sys.executable, "-m", "toolserver", "bench", "--target", server.target, *args],
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert done.returncode == 2 and message in done.stderr, done.stderr
