@@ -26,6 +26,7 @@ stop. The child runs with the zygote's uid, so it can kill the zygote (the host 
 replaces the worker) or write a forged result frame about its own call.
 """
 
+import _signal
 import ast
 import base64
 import importlib
@@ -211,9 +212,10 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
         os.dup2(out_w, 1)  # sys.stdout and sys.stderr, made by the zygote, write to fds 1 and 2
         os.dup2(err_w, 2)
         close_fds_except((req_r, result_w))
-        os.chdir(os.environ.get("HOME", "/"))
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        os.chdir(HOME)
+        # The C functions: signal.signal's enum conversions fault in pages a call need not touch.
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+        _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
         offer_to_oom_killer()
         request = read_request(req_r)
         os.close(req_r)
@@ -469,7 +471,7 @@ def execute(child, request, payload):
 
 def scratch_used():
     """Bytes in use on the scratch filesystem (the jail's private tmpfs home: RAM)."""
-    stats = os.statvfs(os.environ.get("HOME", "/"))
+    stats = os.statvfs(HOME)
     return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
 
 
@@ -477,7 +479,7 @@ def clean_up(child):
     """Leaves nothing of the call: no process, no file, no open descriptor."""
     kill_everything_else()
     child.close()
-    wipe(os.environ.get("HOME", "/nonexistent"))
+    wipe(HOME)
 
 
 def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=False):
@@ -632,11 +634,14 @@ def make_guards(policy):
 
 
 def main(config):
-    global GUARD, GUARDS, REROUTE_OUTSIDE_STDLIB
+    global GUARD, GUARDS, REROUTE_OUTSIDE_STDLIB, HOME
+    HOME = os.environ.get("HOME", "")
+    if not os.path.isabs(HOME) or HOME == "/":
+        raise SystemExit(f"HOME {HOME!r} is no scratch directory: the zygote wipes it after every call")
     harden_process()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    os.environ["TMPDIR"] = os.environ.get("HOME", "/")  # firejail drops TMPDIR
+    os.environ["TMPDIR"] = HOME  # firejail drops TMPDIR
     control_in = os.dup(0)
     control_out = os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
@@ -689,5 +694,6 @@ REQUEST_KEYS = ("id", "code", "stdin", "profile", "files", "fetch_files", "timeo
 GUARD = None  # the guard's module, set by main from the config
 GUARDS = {}  # import profile -> the installer of its guard; empty without a guard
 REROUTE_OUTSIDE_STDLIB = False
+HOME = ""  # the jail's home, the call's scratch directory: set by main
 CALL_RESULT_FD = -1  # in a call's process: the pipe its result goes to
 main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs
