@@ -55,6 +55,11 @@ class BenchResult:
     def rate(self) -> float:
         return self.calls / self.seconds if self.seconds else 0.0
 
+    @property
+    def ok_rate(self) -> float:
+        """Calls answered correctly per second: a server that drops calls fast is not fast."""
+        return (self.calls - self.failures) / self.seconds if self.seconds else 0.0
+
     def percentile(self, q: float) -> float:
         if not self.latencies_ms:
             return float("nan")
@@ -69,6 +74,7 @@ class BenchResult:
     def summary(self) -> dict[str, Any]:
         return {"workload": self.workload, "mode": self.mode, "concurrency": self.concurrency, "calls": self.calls,
                 "failures": self.failures, "seconds": round(self.seconds, 3), "calls_per_s": round(self.rate, 1),
+                "ok_calls_per_s": round(self.ok_rate, 1),
                 "calls_per_s_per_core": round(self.rate / machine_cores(), 1),
                 **{f"p{q}_ms": round(self.percentile(q), 2) for q in (50, 90, 99)}}
 
@@ -178,21 +184,21 @@ def median_run(runs: list[BenchResult]) -> BenchResult:
 
 def run_bench(target: str, workloads: Sequence[Workload], calls: int, concurrency: Sequence[int],
               baseline_calls: int, *, modes: Sequence[str] = ("unary",), repeat: int = 1,
-              python: str = sys.executable, peers: Mapping[str, str] | None = None,
+              python: str = sys.executable, peers: Mapping[str, str] | None = None, peer_calls: int = 0,
               **client_args: Any) -> list[BenchResult]:
     """Prints a row per run (with --repeat, the median run of each point after its runs);
     returns the rows that count: the median run of each point, the baseline's and the
     peers' among them (baseline_calls calls at each level; 0: no baseline; peers: name ->
-    base URL, sent the same calls as the server). client_args (token, tls_ca, ...) go to
-    the client."""
+    base URL, sent the same programs as the server, peer_calls at each level, or calls
+    when 0). client_args (token, tls_ca, ...) go to the client."""
     results = []
     print(f"target: {target}   {machine_cores()} CPU cores here (per core: calls/s / cores)")
     print(HEADER)
     kinds = {"unary": bench_unary, "stream": bench_stream}
     runners = {mode: (lambda w, n, c, mode=mode: asyncio.run(kinds[mode](target, w, n, c, **client_args)))
                for mode in modes}
-    runners.update({name: (lambda w, n, c, name=name, url=url: bench_peer_api(name, url, w, n, c))
-                    for name, url in (peers or {}).items()})
+    for name, url in (peers or {}).items():
+        runners[name] = lambda w, n, c, name=name, url=url: bench_peer_api(name, url, w, max(peer_calls or n, c), c)
     for workload in workloads:
         for mode, runner in runners.items():
             for c in concurrency:
@@ -215,11 +221,11 @@ def run_bench(target: str, workloads: Sequence[Workload], calls: int, concurrenc
 
 def print_speedups(results: Sequence[BenchResult]) -> None:
     """Per workload and level, each server mode against the fresh-process baseline and
-    against the fastest peer."""
+    against the peer that answered the most calls correctly per second."""
     fresh = {(r.workload, r.concurrency): r.rate for r in results if r.mode == "fresh"}
     best_peer: dict[tuple[str, int], BenchResult] = {}
     for r in results:
-        if r.mode not in MODES and r.rate > getattr(best_peer.get((r.workload, r.concurrency)), "rate", 0.0):
+        if r.mode not in MODES and r.ok_rate > getattr(best_peer.get((r.workload, r.concurrency)), "ok_rate", 0.0):
             best_peer[(r.workload, r.concurrency)] = r
     for r in results:
         if r.mode not in MODES[:2]:
@@ -229,7 +235,8 @@ def print_speedups(results: Sequence[BenchResult]) -> None:
                   f"{r.rate / fresh[(r.workload, r.concurrency)]:.1f}x")
         peer = best_peer.get((r.workload, r.concurrency))
         if peer is not None:
-            print(f"speed-up over the fastest peer ({peer.mode}): {r.name}: {r.rate / peer.rate:.1f}x")
+            print(f"speed-up over the fastest peer ({peer.mode}, calls answered correctly): {r.name}: "
+                  f"{r.ok_rate / peer.ok_rate:.1f}x")
 
 
 def write_json(results: Sequence[BenchResult], path: Path) -> None:

@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="also send the same calls to another sandbox's HTTP API (repeatable): "
                                       "sandbox-fusion=http://HOST:PORT (POST /run_code) or code-judge=http://HOST:PORT "
                                       "(POST /run)")
+            command.add_argument("--peer-calls", type=int, default=0,
+                                 help="calls at each point for each peer (0: as many as --calls)")
 
     token = sub.add_parser("token", help="caller tokens")
     token_sub = token.add_subparsers(dest="token_command", required=True)
@@ -186,7 +188,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
     results = run_bench(args.target, workloads, args.calls, levels, args.baseline_calls, modes=modes,
-                        repeat=max(1, args.repeat), peers=peers, **client_args(args))
+                        repeat=max(1, args.repeat), peers=peers, peer_calls=max(0, args.peer_calls),
+                        **client_args(args))
     if args.json_out:
         write_json(results, Path(args.json_out))
     if args.plot:

@@ -68,9 +68,9 @@ def test_peers_get_the_same_calls_through_their_http_apis(fronts, capsys):
 @pytest.mark.parametrize("code", ["import sys\nsys.exit(3)", "raise ValueError('no')"])
 def test_a_program_that_fails_counts_as_a_failure_at_a_peer(fronts, code):
     running, url = fronts
-    results = run_bench(running.target, [Workload("custom", (code,))], 3, [1], baseline_calls=0, modes=(),
-                        peers={"sandbox-fusion": url, "code-judge": url})
-    assert [r.failures for r in results] == [3, 3]
+    results = run_bench(running.target, [Workload("custom", (code,))], 50, [1], baseline_calls=0, modes=(),
+                        peers={"sandbox-fusion": url, "code-judge": url}, peer_calls=3)
+    assert [(r.calls, r.failures, r.ok_rate) for r in results] == [(3, 3, 0.0), (3, 3, 0.0)]
 
 
 def test_an_unreachable_peer_fails_every_call(server):
