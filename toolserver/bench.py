@@ -244,38 +244,39 @@ def write_json(results: Sequence[BenchResult], path: Path) -> None:
                     + "\n")
 
 
-def plot(results: Sequence[BenchResult], path: Path, title: str = "") -> None:
-    """Throughput and latency (p50 solid, p99 dashed) against concurrency, a column per
-    workload; the fresh-process baseline in grey, peers in their own colours."""
+def plot(figures: Sequence[dict[str, Any]], path: Path, title: str = "") -> None:
+    """Throughput (calls answered correctly per second) and latency (p50 solid, p99 dashed)
+    against concurrency, a column per workload; the fresh-process baseline in grey, peers
+    in their own colours. figures: `BenchResult.summary()`s, as `--json` writes them."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    workloads = list(dict.fromkeys(r.workload for r in results))
+    workloads = list(dict.fromkeys(f["workload"] for f in figures))
     colors = {"unary": "tab:blue", "stream": "tab:orange", "fresh": "tab:gray"}
-    peers = [mode for mode in dict.fromkeys(r.mode for r in results) if mode not in MODES]
+    peers = [mode for mode in dict.fromkeys(f["mode"] for f in figures) if mode not in MODES]
     colors.update(zip(peers, ("tab:green", "tab:red", "tab:purple", "tab:brown")))
     fig, axes = plt.subplots(2, len(workloads), figsize=(4.6 * len(workloads), 7.5), squeeze=False)
     for column, workload in enumerate(workloads):
         rate_ax, latency_ax = axes[0][column], axes[1][column]
         for mode in (*MODES, *peers):
-            rows = sorted((r for r in results if r.workload == workload and r.mode == mode),
-                          key=lambda r: r.concurrency)
+            rows = sorted((f for f in figures if f["workload"] == workload and f["mode"] == mode),
+                          key=lambda f: f["concurrency"])
             if not rows:
                 continue
-            levels = [r.concurrency for r in rows]
+            levels = [f["concurrency"] for f in rows]
             label = ("fresh python3 -c" if mode == "fresh" else f"server, {mode}" if mode in MODES
                      else f"peer: {mode}")
-            rate_ax.plot(levels, [r.rate for r in rows], "o-", color=colors[mode], label=label)
-            latency_ax.plot(levels, [r.percentile(50) for r in rows], "o-", color=colors[mode], label=f"{label} p50")
-            latency_ax.plot(levels, [r.percentile(99) for r in rows], "x--", color=colors[mode], label=f"{label} p99")
+            rate_ax.plot(levels, [f["ok_calls_per_s"] for f in rows], "o-", color=colors[mode], label=label)
+            latency_ax.plot(levels, [f["p50_ms"] for f in rows], "o-", color=colors[mode], label=f"{label} p50")
+            latency_ax.plot(levels, [f["p99_ms"] for f in rows], "x--", color=colors[mode], label=f"{label} p99")
         rate_ax.set_title(workload)
         for ax in (rate_ax, latency_ax):
             ax.set_xscale("log", base=2)
             ax.set_xlabel("concurrent calls")
             ax.grid(True, alpha=0.3)
-        rate_ax.set_ylabel("calls/s")
+        rate_ax.set_ylabel("calls/s answered correctly")
         rate_ax.set_ylim(bottom=0)
         latency_ax.set_yscale("log")
         latency_ax.set_ylabel("latency, ms")

@@ -193,7 +193,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.json_out:
         write_json(results, Path(args.json_out))
     if args.plot:
-        plot(results, Path(args.plot), title=f"toolserver bench, {args.target}")
+        plot([r.summary() for r in results], Path(args.plot), title=f"toolserver bench, {args.target}")
     return 1 if any(r.failures for r in results) else 0
 
 
