@@ -7,6 +7,11 @@ Three measurements, each in calls/s and CPU milliseconds per call:
    user) reads a byte from its pipe, forks, the child writes the byte back and exits,
    and the parent reaps it: fork + exit + a pipe round trip, nothing else. One jail per
    CPU core, each driven by its own host thread.
+   `slim workers alone`: the server's own slim workers (jail, guard, limits, cleanup), two
+   per core, driven straight from one event loop with no gRPC: the most trivial calls
+   per second the jails could carry if the server and its callers cost nothing. Split
+   into the zygotes, the calls' processes and the driver, with the page faults of each
+   (a copy-on-write fault costs microseconds here, and most of a jail's time is them).
 2. `gRPC echo`: the server's front alone. A grpc.aio server (in its own process) whose
    Execute answers OK at once, driven by the same load generator as `toolserver bench`:
    what gRPC, the client and one event loop cost per call.
@@ -35,13 +40,16 @@ from pathlib import Path
 import grpc
 
 import toolserver  # noqa: F401  (turns gRPC fork support off before grpc is used)
+from sandbox.calls import CallRequest
 from sandbox.jail import Slot, jail_environment
 from sandbox.slots import discover_slots, kill_slot_processes, prepare_scratch, processes_of_uid, running_as_root
-from sandbox.worker import program_argv
+from sandbox.worker import Zygote, program_argv
 from toolserver.bench import bench_stream, bench_unary, machine_cores
 from toolserver.bench_workloads import get_workload
 from toolserver.config import Settings
-from toolserver.jails import zygote_spec
+from toolserver.jails import slim_spec, zygote_spec
+from toolserver.python.executor import effective_limits
+from toolserver.v1 import toolserver_pb2 as pb
 
 TICK = os.sysconf("SC_CLK_TCK")
 FORK_LOOP = (
@@ -58,14 +66,26 @@ FORK_LOOP = (
 )
 
 
-def process_cpu_s(pid: int, children: bool = True) -> float:
-    """CPU seconds of pid (with its reaped children's when children)."""
+def stat_fields(pid: int) -> list[str]:
+    """/proc/pid/stat after the command name: fields[0] is the state (field 3)."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
+            return stat.read().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
-    return sum(int(v) for v in fields[11:15 if children else 13]) / TICK
+        return ["?"] + ["0"] * 50
+
+
+def process_cpu_s(pid: int, children: bool = True) -> float:
+    """CPU seconds of pid (with its reaped children's when children)."""
+    return sum(int(v) for v in stat_fields(pid)[11:15 if children else 13]) / TICK
+
+
+def own_and_children(pid: int) -> tuple[float, float, int, int]:
+    """CPU seconds of pid and of its reaped children, and the minor page faults of each."""
+    fields = stat_fields(pid)
+    own = (int(fields[11]) + int(fields[12])) / TICK
+    children = (int(fields[13]) + int(fields[14])) / TICK
+    return own, children, int(fields[7]), int(fields[8])
 
 
 def uids_cpu_s(uids: set[int]) -> float:
@@ -124,6 +144,52 @@ def jailed_fork(slots: list[Slot], calls: int) -> None:
             process.kill()
             process.wait()
             kill_slot_processes(slot)
+
+
+def zygotes_alone(slots: list[Slot], calls: int) -> None:
+    """The server's slim workers, each driven by one task of one event loop."""
+    settings = Settings()
+    spec = slim_spec(zygote_spec(settings), settings.python.slim_preload)
+    limits = effective_limits(pb.Limits(), settings)  # what a call that asks for nothing gets
+    code = get_workload("trivial").programs[0]
+    each = calls // len(slots)
+
+    async def drive(zygote: Zygote, count: int) -> None:
+        for number in range(count):
+            reply = await zygote.run(CallRequest(id=str(number), code=code, limits=limits,
+                                                 profile=settings.python.import_profile), 30)
+            if reply["outcome"] != "OK":
+                raise RuntimeError(f"a call on a slim worker failed: {reply}")
+
+    async def run() -> None:
+        zygotes = []
+        try:
+            for slot in slots:
+                kill_slot_processes(slot)
+                prepare_scratch(slot)
+                zygote = Zygote(spec, slot)
+                await zygote.start()
+                zygotes.append(zygote)
+            await asyncio.gather(*(drive(zygote, 100) for zygote in zygotes))  # warm
+            pids = [zygote.inside for zygote in zygotes]
+            before, host_before, started = [own_and_children(pid) for pid in pids], os.times(), time.perf_counter()
+            await asyncio.gather(*(drive(zygote, each) for zygote in zygotes))
+            seconds = time.perf_counter() - started
+            host = os.times()
+            after = [own_and_children(pid) for pid in pids]
+            done = each * len(zygotes)
+            delta = [sum(a[i] - b[i] for a, b in zip(after, before)) for i in range(4)]
+            row(f"slim workers alone x{len(zygotes)}", done, seconds,
+                {"zygotes": delta[0], "calls' processes": delta[1],
+                 "driver": host.user + host.system - host_before.user - host_before.system})
+            print(f"{'':<30} page faults per call: zygote {delta[2] / done:.0f}, call's process {delta[3] / done:.0f}",
+                  flush=True)
+        finally:
+            for zygote, slot in zip(zygotes, slots):
+                await zygote.kill()
+                kill_slot_processes(slot)
+
+    asyncio.run(run())
 
 
 ECHO_SERVER = """
@@ -220,6 +286,8 @@ def main() -> None:
                                args.first_slot)
         jailed_fork(slots[:1], args.calls)
         jailed_fork(slots, args.calls)
+        zygotes_alone(discover_slots(Settings().sandbox.user_prefix, 2 * machine_cores(),
+                                     Path(Settings().sandbox.scratch_root), args.first_slot), args.calls)
     else:
         print("jailed fork: skipped (needs root to jail as a slot user)")
     grpc_echo(args.calls, levels)
