@@ -230,6 +230,10 @@ class Settings:
     limits: CallLimits = field(default_factory=CallLimits)
     defaults: DefaultLimits = field(default_factory=DefaultLimits)
 
+    def worker_slots(self) -> int:
+        """The sandbox slots the python workers, warm and slim, and the self-test take."""
+        return self.python.warm_count() + self.python.slim_count() + 1
+
     def validate(self) -> "Settings":
         """Checks values and their consistency; returns self or raises ConfigError."""
         positive = {
@@ -271,7 +275,7 @@ class Settings:
                                   f"limits.{name} ({getattr(self.limits, name)})")
         if self.limits.max_processes > self.sandbox.jail_max_processes:
             raise ConfigError("limits.max_processes exceeds sandbox.jail_max_processes")
-        needed = self.python.warm_count() + self.python.slim_count() + 1 + self.sessions.max_sessions
+        needed = self.worker_slots() + self.sessions.max_sessions
         if self.sandbox.slots < needed:
             raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover the python workers, warm and slim, "
                               f"+ 1 for the self-test + sessions.max_sessions ({needed})")

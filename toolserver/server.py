@@ -136,7 +136,7 @@ async def build_house(settings: Settings, stack: AsyncExitStack) -> Dispatcher:
                            settings.sandbox.first_slot)
     slots = SlotSupply(found)
     probe = slots.take(1)  # the self-test's; the tools take theirs after it
-    needed = settings.python.warm_count() + settings.python.slim_count() + 1
+    needed = settings.worker_slots()
     cgroups = None
     if len(found) < needed:
         state.refuse(f"{len(found)} sandbox slot users found, {needed} needed: run "

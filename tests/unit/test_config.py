@@ -37,6 +37,11 @@ def test_slots_must_cover_workers():
     assert load_settings(**{"python.workers": 59, "python.slim": False}).python.slim_count() == 0
 
 
+def test_worker_slots_count_warm_and_slim_workers_and_the_self_test():
+    assert load_settings(**{"python.workers": 3, "python.slim_workers": 2}).worker_slots() == 6
+    assert load_settings(**{"python.workers": 3, "python.slim": False}).worker_slots() == 4
+
+
 def test_workers_default_to_two_per_cpu_and_slim_ones_to_as_many(monkeypatch):
     import toolserver.config as config
 
