@@ -276,18 +276,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=4000)
     parser.add_argument("-c", "--concurrency", default="1,8,64,256")
-    parser.add_argument("--first-slot", type=int, default=40, help="slot users for the jailed fork loop")
+    parser.add_argument("--first-slot", type=int, default=40, help="the first of the slot users for the jailed fork loops and the slim workers")
     parser.add_argument("--target", help="also split the CPU of the real server at this address")
     args = parser.parse_args()
     levels = [int(c) for c in args.concurrency.split(",")]
     print(f"{machine_cores()} CPU cores")
     if running_as_root():
-        slots = discover_slots(Settings().sandbox.user_prefix, machine_cores(), Path(Settings().sandbox.scratch_root),
-                               args.first_slot)
+        sandbox = Settings().sandbox
+        slots = discover_slots(sandbox.user_prefix, 2 * machine_cores(), Path(sandbox.scratch_root), args.first_slot)
         jailed_fork(slots[:1], args.calls)
-        jailed_fork(slots, args.calls)
-        zygotes_alone(discover_slots(Settings().sandbox.user_prefix, 2 * machine_cores(),
-                                     Path(Settings().sandbox.scratch_root), args.first_slot), args.calls)
+        jailed_fork(slots[:machine_cores()], args.calls)
+        zygotes_alone(slots, args.calls)
     else:
         print("jailed fork: skipped (needs root to jail as a slot user)")
     grpc_echo(args.calls, levels)
