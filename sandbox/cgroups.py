@@ -2,12 +2,15 @@
 many processes it starts.
 
 RLIMIT_AS caps each process alone; a call that starts four processes would get four
-times its limit. A slot's cgroup holds every process of its jail, moved there once the
-jail is warm (before any untrusted code runs); memory charged before the move (the warm
-interpreter) stays where it was, so the cgroup's limit is exactly what the caller's code
-may add: its allocations, its copy-on-write copies and the files it writes to its
-tmpfs home. Past the limit the kernel's OOM killer ends a process of the slot, and the
-host reads the cgroup's kill counter to answer MEMORY_LIMIT.
+times its limit. A worker slot's cgroup holds the process forked for each call, moved
+there before its request is sent (so every process the call starts is born there), and
+not the warm zygote, which the OOM killer must never pick over a call's process; a
+session's holds every process of its jail, moved there once the kernel is warm (before
+any untrusted code runs). Memory charged before a move stays where it was, so the
+cgroup's limit is exactly what the caller's code may add: its allocations, its
+copy-on-write copies and the files it writes to its tmpfs mounts. Past the limit the
+kernel's OOM killer ends a process of the slot, and the host reads the cgroup's kill
+counter to answer MEMORY_LIMIT.
 
 cgroup v1's memory controller is used (these hosts have no v2 memory controller); the
 host must be root and the hierarchy writable. Where it is not, `MemoryCgroups.open`

@@ -1,40 +1,46 @@
-"""The Python-level policy inside a jailed call or session: denied modules, an optional
-import allow-list, and denied actions.
+"""The Python-level policy of a jailed call or session, per import profile: denied
+modules, an import allow-list, and denied actions. The default profile has none of them:
+the jail is the boundary, and a call runs as a plain `python3` would.
 
 Like `sandbox/zygote.py`, this source runs inside the jail, sent over a control pipe,
-and imports nothing from the project. A zygote (or a session kernel) calls
-`remove_denied_modules` once, after its preloads, so that no call inherits a denied
-module in `sys.modules` or as an attribute of another module; each call's process (each
-kernel) then installs the guard before the caller's code runs: a zygote makes it once
-(`make_guard`) and each call's process installs it, a kernel calls `install_guard`.
+and imports nothing from the project. A zygote makes each profile's guard once, after
+its preloads (`make_guard`), and a call's process installs the one its call names before
+the caller's code runs; a kernel installs its session's (`install_guard`).
+
+A profile may have:
 
 - Denied modules (native memory: ctypes, cffi; `_posixsubprocess`, whose fork_exec
-  starts processes with no audit event) load for nobody, however the import is
-  spelled: `import`, `__import__`, `importlib.import_module`, the import machinery
-  (finders, `_imp.create_builtin`, `_imp.create_dynamic` under any module name), or
-  `sys.modules`. A standard module that imports one when it loads (subprocess) is
-  loaded before the removal, so it stays importable and refuses only on use.
-- The allow-list, when a profile has one, is checked for imports by name from the
-  caller's own code (`__main__`): `import`, `__import__`, `importlib.import_module` and
-  finders; a library imports what it needs. The default profile has none.
-- Actions are refused by an audit hook (PEP 578, which cannot be removed once added):
-  the network (any socket but a Unix socket pair, name lookups, connect, bind, send to
-  an address), new processes (subprocess, os.system / exec / spawn / posix_spawn / fork
-  / forkpty), signals to other processes, ctypes, code objects built by the call's own
+  starts processes with no audit event), which load for nobody in the call, however the
+  import is spelled: `import`, `__import__`, `importlib.import_module`, the import
+  machinery (finders, `_imp.create_builtin`, `_imp.create_dynamic` under any module
+  name), or `sys.modules`. The zygote may have loaded them (a library it preloads uses
+  ctypes): the call's process drops them from `sys.modules` and from the namespaces of
+  the other modules, where functions of theirs are replaced by ones that refuse
+  (`plan_removal` finds what to change once, in the zygote). A standard module that
+  imports one when it loads (subprocess) is loaded before, so it stays importable and
+  refuses only on use.
+- An allow-list, checked for imports by name from the caller's own code (`__main__`):
+  `import`, `__import__`, `importlib.import_module` and finders; a library imports what
+  it needs.
+- Refused actions, by an audit hook (PEP 578, which cannot be removed once added): the
+  network (any socket but a Unix socket pair, name lookups, connect, bind, send to an
+  address), new processes (subprocess, os.system / exec / spawn / posix_spawn / fork /
+  forkpty), signals to other processes, ctypes, code objects built by the call's own
   code (libraries may: `types.coroutine` does), marshal outside the import system, gc's
   object walks (they reach around this policy) and opening /proc/*/mem and the like.
-  So socket, ssl, subprocess, multiprocessing and asyncio import and work for what
-  needs no network and no new process.
 
 A refusal raises `ImportDenied` or `ActionDenied`; uncaught, the call's outcome is
 DENIED, naming what was refused; code that catches it goes on.
+
+A slim zygote's guard also ends a call that reaches for a module the zygote does not
+offer (`not_offered`), whatever the profile, so that it runs again on a warm zygote.
 
 What this does NOT do: it is a policy layer, not the sandbox. CPython has no in-process
 isolation: code that reaches a native-code primitive this layer does not know of (an
 already-loaded C function with no audit event, an interpreter bug) gets past it. The
 firejail jail around the worker (no network, seccomp, no capabilities, non-root uid,
 read-only filesystem, rlimits) is the boundary, and `tests/security/` checks that it
-holds with this layer switched off.
+holds with no guard at all, the default.
 """
 
 import builtins
@@ -74,6 +80,9 @@ class ActionDenied(PermissionError):
     """An operation the call's policy refuses."""
 
 
+DENIALS = (ImportDenied, ActionDenied)
+
+
 class DeniedModule(types.ModuleType):
     """Stands where another module kept a reference to a denied module."""
 
@@ -98,29 +107,42 @@ def denied_function(module, name):
     return refuse
 
 
-def remove_denied_modules(denied, load_first=LOAD_BEFORE_REMOVAL):
-    """Drops every denied module from sys.modules and from the namespaces of the others,
-    where functions of theirs are replaced by ones that refuse, after loading the modules
-    of load_first. Returns the names removed. Runs once, before any call's code."""
-    for name in load_first:
+def load_before_removal():
+    """Loads the standard modules that import a denied module when they load, so that a
+    profile that denies it still lets them import (they refuse on use)."""
+    for name in LOAD_BEFORE_REMOVAL:
         try:
             importlib.import_module(name)
         except ImportError:
             pass
-    removed = sorted(name for name in sys.modules if is_denied(name, denied))
-    gone = {id(sys.modules[name]) for name in removed}
-    for name in removed:
-        del sys.modules[name]
+
+
+def plan_removal(denied):
+    """What dropping the denied modules from this process takes: their names in
+    sys.modules, and (namespace, attribute, stand-in) for every reference another module
+    keeps to one of them or to one of their functions. Found once, where the modules were
+    loaded (a zygote after its preloads); applied by `apply_removal`."""
+    names = sorted(name for name in sys.modules if is_denied(name, denied))
+    gone = {id(sys.modules[name]) for name in names}
+    edits = []
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
             continue
         for attribute, value in list(namespace.items()):
             if isinstance(value, types.ModuleType) and id(value) in gone:
-                namespace[attribute] = DeniedModule(value.__name__)
+                edits.append((namespace, attribute, DeniedModule(value.__name__)))
             elif isinstance(value, types.BuiltinFunctionType) and is_denied(getattr(value, "__module__", None), denied):
-                namespace[attribute] = denied_function(value.__module__, value.__name__)
-    return removed
+                edits.append((namespace, attribute, denied_function(value.__module__, value.__name__)))
+    return names, edits
+
+
+def apply_removal(plan):
+    names, edits = plan
+    for name in names:
+        sys.modules.pop(name, None)
+    for namespace, attribute, stand_in in edits:
+        namespace[attribute] = stand_in
 
 
 def importer_is_callers_code(depth):
@@ -167,27 +189,35 @@ def builtin_maker(original, denied, busy):
     return make
 
 
-def install_guard(allowed, denied, writable_dirs, not_offered=None):
-    """Installs the import guard and the audit hooks in this process, for good."""
-    make_guard(allowed, denied, writable_dirs, not_offered)()
+def install_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=None):
+    """Installs a profile's guard in this process, for good."""
+    install = make_guard(allowed, denied, writable_dirs, refuse_actions, not_offered)
+    if install is not None:
+        install()
 
 
-def make_guard(allowed, denied, writable_dirs, not_offered=None):
-    """A guard made ready to install: returns the function that installs it in the
-    process that calls it, for good. A zygote makes its guards once, before it forks, so
-    that a call's process only installs one.
+def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=None):
+    """A profile's guard made ready to install: returns the function that installs it in
+    the process that calls it, for good, or None when the profile refuses nothing and
+    nothing is to be rerouted. A zygote makes its guards once, after its preloads and
+    before it forks, so that a call's process only installs one.
 
     allowed: the top-level modules the call's own code may import, or None for every
-    module that is not denied. not_offered: called with the name of the first module
-    this process does not offer that anything in the call imports, before any check: one
-    outside the standard library, or one of LOAD_BEFORE_REMOVAL that was not loaded (a
-    slim zygote's call ends there, to run again where that module is preloaded)."""
-    offered = STANDARD_MODULES - {name for name in LOAD_BEFORE_REMOVAL if name not in sys.modules}
+    module that is not denied. denied: modules nothing in the call may load.
+    refuse_actions: whether the audit hook refuses the actions listed in this module's
+    docstring. not_offered: called with the name of the first module this process does
+    not offer that anything in the call imports, before any check: one outside the
+    standard library, or one of LOAD_BEFORE_REMOVAL that was not loaded (a slim zygote's
+    call ends there, to run again where that module is preloaded)."""
     allowed = None if allowed is None else frozenset(allowed)
     denied = frozenset(denied)
+    if allowed is None and not denied and not refuse_actions and not_offered is None:
+        return None
+    offered = STANDARD_MODULES - {name for name in LOAD_BEFORE_REMOVAL if name not in sys.modules}
     writable = tuple(os.path.realpath(path) + os.sep for path in writable_dirs)
     original_import = builtins.__import__
     original_import_module = importlib.import_module
+    removal = plan_removal(denied) if denied else None
     own_pid = os.getpid()  # set again when installed: the pid of the call's process
     busy = []
 
@@ -228,6 +258,8 @@ def make_guard(allowed, denied, writable_dirs, not_offered=None):
             if args and (is_denied(args[0], denied) or (len(args) > 1 and isinstance(args[1], str)
                                                           and is_denied(os.path.basename(args[1]).partition(".")[0], denied))):
                 raise ImportDenied(f"import of {args[0]!r} is not allowed in the sandbox")
+        elif not refuse_actions:
+            return
         elif event == "open":
             check_open(args)
         elif event in ("marshal.loads", "marshal.load"):
@@ -278,13 +310,15 @@ def make_guard(allowed, denied, writable_dirs, not_offered=None):
             raise ActionDenied("loading bytecode with marshal is not allowed in the sandbox")
 
     imp = sys.modules["_imp"]
-    maker = builtin_maker(imp.create_builtin, denied, busy)
+    maker = builtin_maker(imp.create_builtin, denied, busy) if denied else None
 
     def install():
         nonlocal own_pid
         own_pid = os.getpid()
-        sys.addaudithook(maker)
-        imp.create_builtin = create_builtin
+        if maker is not None:
+            apply_removal(removal)
+            sys.addaudithook(maker)
+            imp.create_builtin = create_builtin
         sys.meta_path.insert(0, DenyFinder)
         builtins.__import__ = guarded_import
         importlib.import_module = guarded_import_module

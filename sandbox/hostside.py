@@ -1,9 +1,9 @@
 """What the host does to a running jail from outside: find its processes, reach into its
-private filesystem, cap its home.
+private filesystem, cap its writable mounts.
 
-A jail's home is a tmpfs that firejail mounts in the jail's own mount namespace, so the
-host reaches it only through `/proc/<pid>/root` of a process inside, and caps it by
-remounting it there (`nsenter`, as root). Nothing here runs code inside the jail.
+A jail's home, /tmp, /var/tmp and /dev/shm are tmpfs mounts that firejail makes in the
+jail's own mount namespace, so the host reaches them only through `/proc/<pid>/root` of
+a process inside, and caps them by remounting them there (`nsenter`, as root). Nothing here runs code inside the jail.
 """
 
 from __future__ import annotations
@@ -34,6 +34,15 @@ def children_of(pids: set[int]) -> dict[int, int]:
         tree.update(found)
         frontier = set(found)
     return tree
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is pid (its threads' children too)."""
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as listed:
+            found += [int(child) for child in listed.read().split()]
+    return found
 
 
 def descendants(root: int) -> list[int]:
@@ -75,16 +84,50 @@ def jail_view(pid: int, path: str | Path) -> str:
     return f"/proc/{pid}/root/{str(path).lstrip('/')}"
 
 
-def cap_home(pid: int, home: str | Path, size_mb: int, files: int) -> None:
-    """Remounts the jail's home tmpfs (seen by pid) at size_mb and files inodes, keeping it
-    nosuid, nodev and noexec; raises OSError when it cannot (not root, no jail)."""
+def is_own_mount(pid: int, path: str | Path) -> bool:
+    """Whether path, as the process pid sees it, lies on a filesystem other than the
+    host's path of that name (the jail's own /tmp, not the host's)."""
+    try:
+        return os.stat(jail_view(pid, path)).st_dev != os.stat(path).st_dev
+    except OSError:
+        return False
+
+
+def mount_point(pid: int, path: str | Path) -> str:
+    """The mount point, as the process pid sees it, of the filesystem that holds path (the
+    jail's /dev/shm is a directory of its private /dev, which hides the host's /dev/shm
+    mounts that its mount table still lists): the mount of path's device nearest to it."""
+    path = os.path.normpath(str(path))
+    device = os.stat(jail_view(pid, path)).st_dev
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    best = "/"
+    with open(f"/proc/{pid}/mountinfo") as mounts:
+        for line in mounts:
+            fields = line.split()
+            point = fields[4].encode().decode("unicode_escape")  # \040 and the like
+            if fields[2] == wanted and (path == point or path.startswith(point.rstrip("/") + "/")) \
+                    and len(point) >= len(best):
+                best = point
+    return best
+
+
+def cap_tmpfs(pid: int, path: str | Path, size_mb: int, files: int) -> None:
+    """Remounts the jail's private tmpfs that holds path (its home, /tmp, /var/tmp, its
+    /dev for /dev/shm; as pid sees it) at size_mb and files inodes, nosuid (and nodev but
+    for /dev); raises OSError when it cannot (not root, no jail). Programs may run what they
+    write there, as they may anywhere: the jail's seccomp filter, uid and limits hold."""
     if not in_other_mount_namespace(pid):
         raise OSError(f"process {pid} has no mount namespace of its own")
-    options = f"remount,nosuid,nodev,noexec,size={size_mb}m,nr_inodes={files}"
+    point = mount_point(pid, path)
+    if point == "/":
+        raise OSError(f"the jail's {path} is no mount of its own")
+    devices = "dev" if point == "/dev" else "nodev"
+    options = f"remount,nosuid,{devices},exec,size={size_mb}m,nr_inodes={files}"
     try:
-        done = subprocess.run(["nsenter", f"--target={pid}", "--mount", "--", "mount", "-o", options, str(home)],
+        done = subprocess.run(["nsenter", f"--target={pid}", "--mount", "--root", "--", "mount", "-o", options, point],
                               capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise OSError(f"cannot cap the jail's home: {exc}") from exc
+        raise OSError(f"cannot cap the jail's {point}: {exc}") from exc
     if done.returncode != 0:
-        raise OSError(f"cannot cap the jail's home: {done.stderr.strip() or done.returncode}")
+        raise OSError(f"cannot cap the jail's {point}: {done.stderr.strip() or done.returncode}")
+

@@ -8,6 +8,7 @@ already inside a container.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,10 +23,13 @@ class JailPolicy:
     max_file_mb: int = 64            # --rlimit-fsize
     max_open_files: int = 256        # --rlimit-nofile
     memory_mb: int = 0               # --rlimit-as for the whole jail; 0 leaves it to the call
-    home_mb: int = 0                 # size of the home tmpfs, set once the jail runs; 0: uncapped
-    home_files: int = 0              # files (inodes) the home tmpfs may hold; 0: uncapped
+    home_mb: int = 0                 # size of the home tmpfs (and of each private dir), set once the
+                                     # jail runs; 0: uncapped
+    home_files: int = 0              # files (inodes) each of them may hold; 0: uncapped
     hidden_paths: tuple[str, ...] = ()  # blacklisted inside the jail (config, project tree)
-    read_only_paths: tuple[str, ...] = ("/tmp", "/dev/shm", "/var/tmp")
+    # Writable besides the home, each a tmpfs of the jail's own (--private-tmp, --private-dev),
+    # capped like the home and wiped after every call, as a program may write them anywhere.
+    private_dirs: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,6 @@ def jail_command(policy: JailPolicy, slot: Slot, program: list[str]) -> list[str
         f"--private={scratch}",
         "--read-only=/",
     ]
-    argv += [f"--read-only={path}" for path in policy.read_only_paths]
     argv.append(f"--read-write={scratch}")
     argv += [f"--blacklist={path}" for path in policy.hidden_paths if path]
     argv += [
@@ -74,21 +77,25 @@ def jail_command(policy: JailPolicy, slot: Slot, program: list[str]) -> list[str
     return argv + program
 
 
-def jail_environment(slot: Slot) -> dict[str, str]:
-    """The whole environment a jailed process starts with: nothing of the server's."""
+def jail_environment(slot: Slot, interpreter: str = "") -> dict[str, str]:
+    """The whole environment a jailed process starts with: nothing of the server's. The
+    interpreter's directory (the runtime's bin/) comes first on PATH, so that `python3`,
+    `python` and the runtime's tools are the runtime's, as in an activated environment."""
+    runtime_bin = os.path.dirname(interpreter) if interpreter else ""
     env = {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "PATH": ":".join(filter(None, (runtime_bin, "/usr/local/bin:/usr/bin:/bin"))),
         "HOME": str(slot.scratch),
         "TMPDIR": str(slot.scratch),
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONHASHSEED": "0",
         "OPENBLAS_NUM_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
         "MPLBACKEND": "Agg",
         "MALLOC_ARENA_MAX": "2",  # threads otherwise reserve 64 MB of address space each
+        # pyarrow (pandas' strings) allocates with the C library's malloc: its default,
+        # mimalloc, reserves a 1 GB arena that a call's address-space limit refuses.
+        "ARROW_DEFAULT_MEMORY_POOL": "system",
     }
     env.update(slot.extra_env)
     return env

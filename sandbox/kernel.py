@@ -10,7 +10,7 @@ Like `sandbox/zygote.py`, the host sends this source and its config over stdin (
 3. imports the preloads the workers have, applies the jail's seccomp layer (`sandbox/confine.py`: from here on no new Unix
    socket can be made, so the kernel reaches nothing but its own sockets), caps its
    address space at what it maps now plus the session's memory, and installs the guard
-   (`sandbox/guard.py`) with the session's import profile;
+   (`sandbox/guard.py`) of the session's import profile (the default refuses nothing);
 4. caps every message it publishes at the server's output cap, so that a cell printing
    100 MB sends the server a bounded message (the server also refuses larger ones);
 5. tells the host where it is (a hello frame with its pid in the jail) before it binds
@@ -132,12 +132,13 @@ def main(config):
     if config.get("memory_mb"):
         limit = vm_size_bytes() + config["memory_mb"] * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    guard = config.get("guard")
+    guard = config.get("guard")  # the rules of the session's profile
     if guard is not None:
         module = load_source("guard", config["guard_source"])
-        module.remove_denied_modules(frozenset(guard["denied"]))
-        module.install_guard(guard["profiles"][config["profile"]], guard["denied"],
-                             (home, "/tmp", "/var/tmp", "/dev/shm"))
+        if guard["denied"]:
+            module.load_before_removal()
+        module.install_guard(guard["allowed"], guard["denied"], (home, "/tmp", "/var/tmp", "/dev/shm"),
+                             guard["refuse_actions"])
     send_frame(control, {"serving": True, "guarded": guard is not None})
     os.close(control)
     app.start()

@@ -78,7 +78,8 @@ def sysv_shared_memory():
     key = libc.shmget(0, 4096, 0o1600)
     return 'refused: ' + os.strerror(ctypes.get_errno()) if key < 0 else 'made'
 home = os.environ['HOME']
-open(os.path.join(home, 'left-behind'), 'w').write('x')
+for directory in [home] + PRIVATE_DIRS:
+    open(os.path.join(directory, 'left-behind'), 'w').write('x')
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
@@ -98,6 +99,8 @@ json.dumps({
     'sysv_shm': sysv_shared_memory(),
     'home_writable': writable(home),
     'home_mb': os.statvfs(home).f_blocks * os.statvfs(home).f_frsize >> 20,
+    'private': {p: {'dev': os.stat(p).st_dev, 'mb': os.statvfs(p).f_blocks * os.statvfs(p).f_frsize >> 20}
+                for p in PRIVATE_DIRS},
     'writable': {p: writable(p) for p in WRITE_TARGETS},
     'readable': {p: readable(p) for p in SECRET_TARGETS},
 })
@@ -106,7 +109,8 @@ json.dumps({
 LEFTOVERS = r"""
 import os
 mine = os.getpid()
-json_files = os.listdir(os.environ['HOME'])
+json_files = [os.path.join(d, name) for d in [os.environ['HOME']] + PRIVATE_DIRS for name in os.listdir(d)
+              if name != 'main.py' or d != os.environ['HOME']]
 others = [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, mine, os.getppid())]
 (json_files, others)
 """
@@ -141,7 +145,6 @@ for _ in range(3):
     children.append(pid)
 [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
 """
-GUARD_PROBE = "import ctypes"
 # Namespaces every jail must have of its own. The cgroup namespace is not among them:
 # firejail cannot make one, so a call can read its cgroup's path.
 NAMESPACES = ("ipc", "mnt", "net", "pid", "uts")
@@ -164,11 +167,18 @@ def probe_request(request_id: str, code: str, profile: str = "", **limits: int) 
 
 
 def write_targets(spec: ZygoteSpec) -> list[str]:
-    """Host paths that must not be writable from inside the jail."""
-    targets = ["/", "/tmp", "/var/tmp", "/dev/shm", "/etc", "/usr", "/opt",
+    """Host paths that must not be writable from inside the jail (its private /tmp,
+    /var/tmp and /dev/shm are checked apart: they must be its own)."""
+    targets = ["/", "/etc", "/usr", "/opt", "/var", "/var/lib",
                os.path.dirname(os.path.dirname(os.path.abspath(spec.interpreter))),
                os.path.dirname(os.path.abspath(__file__))]
     return sorted(set(targets))
+
+
+def private_dirs(spec: ZygoteSpec) -> list[str]:
+    """The jail's own writable tmpfs mounts besides its home (none without a jail: the
+    probe must not write the host's /tmp)."""
+    return [] if spec.insecure_no_sandbox else list(spec.jail.private_dirs)
 
 
 def secret_targets() -> list[str]:
@@ -234,7 +244,7 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | Non
         checks.append(Check("starts", True, f"zygote pid {hello.get('pid')} in the jail"))
         with host_unix_socket(slot) as (path, listener):
             code = (f"WRITE_TARGETS = {write_targets(spec)!r}\n"
-                    f"SECRET_TARGETS = {secret_targets()!r}\n"
+                    f"SECRET_TARGETS = {secret_targets()!r}\nPRIVATE_DIRS = {private_dirs(spec)!r}\n"
                     f"NAMESPACES = {NAMESPACES!r}\nHOST_SOCKET = {path!r}\n" + INSPECT)
             seen = await zygote.run(probe_request("inspect", code), 30)
             accepted = accepted_any(listener)
@@ -243,7 +253,8 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | Non
             return checks
         capped = spec.jail.home_mb if running_as_root() and not spec.insecure_no_sandbox else 0
         checks += judge_inspection(json.loads(ast.literal_eval(seen["value"])), slot, accepted, capped)
-        left = await zygote.run(probe_request("leftovers", LEFTOVERS), 30)
+        left = await zygote.run(probe_request("leftovers", f"PRIVATE_DIRS = {private_dirs(spec)!r}\n"
+                                              + LEFTOVERS), 30)
         checks.append(judge_leftovers(left))
         hog = await zygote.run(probe_request("memory", MEMORY_HOG, memory_mb=64), 30)
         checks.append(Check("memory_limit_trips", hog.get("outcome") == "MEMORY_LIMIT",
@@ -329,6 +340,11 @@ def judge_inspection(seen: dict[str, Any], slot: Slot, host_socket_reached: bool
     if home_cap_mb:
         checks.append(Check("scratch_capped", seen["home_mb"] <= home_cap_mb,
                             f"home tmpfs of {seen['home_mb']} MB (cap {home_cap_mb} MB)"))
+    shared = [path for path, seen_dir in seen["private"].items()
+              if not os.path.exists(path) or seen_dir["dev"] == os.stat(path).st_dev
+              or (home_cap_mb and seen_dir["mb"] > home_cap_mb)]
+    checks.append(Check("private_tmp", not shared, f"not the jail's own, capped tmpfs: {shared}" if shared else
+                        f"{', '.join(seen['private'])}: the jail's own, capped"))
     leaks = [path for path, ok in seen["writable"].items() if ok]
     checks.append(Check("read_only_elsewhere", not leaks, f"writable: {leaks}" if leaks else "all host paths read-only"))
     exposed = [path for path, ok in seen["readable"].items() if ok]
@@ -344,11 +360,15 @@ def judge_leftovers(reply: dict[str, Any]) -> Check:
     return Check("nothing_survives_a_call", ok, "clean" if ok else f"files {files}, processes {processes}")
 
 
-def judge_guard(reply: dict[str, Any]) -> Check:
-    """A worker with the import guard on must refuse a denied import as DENIED."""
-    ok = reply.get("outcome") == "DENIED" and "ctypes" in str(reply.get("error"))
-    return Check("import_guard", ok, f"{GUARD_PROBE} is DENIED" if ok else
-                 f"{GUARD_PROBE} gave {reply.get('outcome')}: {reply.get('error')}")
+def guard_probe(module: str) -> str:
+    return f"import {module}"
+
+
+def judge_guard(reply: dict[str, Any], module: str) -> Check:
+    """A worker whose profile denies module must refuse its import as DENIED."""
+    ok = reply.get("outcome") == "DENIED" and repr(module) in str(reply.get("error"))
+    return Check("import_guard", ok, f"{guard_probe(module)} is DENIED" if ok else
+                 f"{guard_probe(module)} gave {reply.get('outcome')}: {reply.get('error')}")
 
 
 def failed(checks: list[Check]) -> list[Check]:

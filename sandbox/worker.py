@@ -23,7 +23,8 @@ from typing import Any
 
 from sandbox.calls import CallRequest
 from sandbox.cgroups import MemoryCgroup
-from sandbox.hostside import cap_home, descendants, host_pid, in_other_mount_namespace, namespace_pid
+from sandbox.hostside import (cap_tmpfs, children, descendants, host_pid, in_other_mount_namespace, is_own_mount,
+                              namespace_pid)
 from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
 from sandbox.slots import kill_slot_processes, running_as_root
 
@@ -55,18 +56,30 @@ class WorkerLost(Exception):
 
 
 @dataclass(frozen=True)
-class GuardPolicy:
-    """What nobody in a call may import, and per import profile what a call's own code may
-    import (top-level names; None: every module not denied); see sandbox/guard.py for what
-    else the guard refuses. Each call names its profile."""
+class GuardProfile:
+    """What sandbox/guard.py refuses to a call of one profile; the default, nothing."""
 
-    profiles: dict[str, tuple[str, ...] | None]
-    denied: tuple[str, ...]
+    allowed: tuple[str, ...] | None = None  # top-level modules the call's own code may import; None: all
+    denied: tuple[str, ...] = ()            # modules nothing in the call may load
+    refuse_actions: bool = False            # network, new processes, signals to others, hand-built code, ...
+
+    def refuses_nothing(self) -> bool:
+        return self.allowed is None and not self.denied and not self.refuse_actions
+
+    def config(self) -> dict[str, Any]:
+        return {"allowed": None if self.allowed is None else list(self.allowed), "denied": list(self.denied),
+                "refuse_actions": self.refuse_actions}
+
+
+@dataclass(frozen=True)
+class GuardPolicy:
+    """The guard profiles by name; each call names its profile."""
+
+    profiles: dict[str, GuardProfile]
 
     def config(self) -> dict[str, Any]:
         """The guard's part of an in-jail program's config."""
-        return {"denied": list(self.denied),
-                "profiles": {name: None if names is None else list(names) for name, names in self.profiles.items()}}
+        return {"profiles": {name: profile.config() for name, profile in self.profiles.items()}}
 
 
 @dataclass(frozen=True)
@@ -108,7 +121,7 @@ async def spawn_jailed(spec: ZygoteSpec, slot: Slot, program: list[str], **kwarg
         identity = {"user": slot.uid, "group": slot.gid, "extra_groups": []}
     return await asyncio.create_subprocess_exec(
         *program_argv(spec, slot, program),
-        env=jail_environment(slot),
+        env=jail_environment(slot, spec.interpreter),
         cwd="/",
         start_new_session=True,
         close_fds=True,
@@ -122,11 +135,16 @@ class JailedProcess:
     killing it with everything the slot's uid still runs."""
 
     label = "jailed process"
+    # Whether the slot's memory cgroup holds each call's processes alone (a zygote's: the
+    # warm interpreter stays outside, so that the OOM killer picks only among what the
+    # call started), rather than the whole jail (a session's kernel).
+    enlists_per_call = False
 
     def __init__(self, slot: Slot, cgroup: MemoryCgroup | None = None) -> None:
         self.slot = slot
         self.cgroup = cgroup
         self.inside: int | None = None  # host pid of the jailed program, once settled
+        self.private_dirs: tuple[str, ...] = ()  # of the jail's private_dirs, those proven its own, once settled
         self._process: asyncio.subprocess.Process | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._stderr_task: asyncio.Task[None] | None = None
@@ -172,18 +190,24 @@ class JailedProcess:
 
     def _settle(self, jail_pid: int, spec: "ZygoteSpec") -> None:
         """Once the jail is warm and before any untrusted code runs in it: every process
-        of the jail joins the slot's memory cgroup, and the home tmpfs gets its cap."""
+        of the jail joins the slot's memory cgroup, and its writable tmpfs mounts (the home,
+        /tmp, /var/tmp, /dev/shm) get their caps."""
         assert self._process is not None
         root = self._process.pid
         self.inside = host_pid(root, jail_pid) or (root if namespace_pid(root) == jail_pid else None)
         if self.inside is None:
             raise OSError(f"no process of the jail is numbered {jail_pid} in it")
-        if self.cgroup is not None:
+        if self.cgroup is not None and not self.enlists_per_call:
             self.cgroup.adopt([root, *descendants(root)])
         # Without a mount namespace of its own the program is not jailed (insecure mode,
-        # or a firejail that did nothing): the self-test says so; there is no home to cap.
-        if spec.jail.home_mb and running_as_root() and in_other_mount_namespace(self.inside):
-            cap_home(self.inside, self.slot.scratch, spec.jail.home_mb, spec.jail.home_files)
+        # or a firejail that did nothing): the self-test says so; there is nothing to cap,
+        # and the host's /tmp is nobody's scratch.
+        if not in_other_mount_namespace(self.inside):
+            return
+        self.private_dirs = tuple(path for path in spec.jail.private_dirs if is_own_mount(self.inside, path))
+        if spec.jail.home_mb and running_as_root():
+            for path in (self.slot.scratch, *self.private_dirs):
+                cap_tmpfs(self.inside, path, spec.jail.home_mb, spec.jail.home_files)
 
     async def read_frame(self) -> dict[str, Any]:
         """The next frame the program writes on stdout; raises WorkerLost."""
@@ -247,6 +271,7 @@ class Zygote(JailedProcess):
     """One warm, jailed interpreter that runs one call at a time."""
 
     label = "zygote"
+    enlists_per_call = True
 
     def __init__(self, spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | None = None) -> None:
         super().__init__(slot, cgroup)
@@ -254,6 +279,7 @@ class Zygote(JailedProcess):
         self.hello: dict[str, Any] = {}
         self.calls = 0
         self._oom_kills = 0
+        self._cleaning = False  # answered a call, not yet ready for the next
 
     async def start(self) -> dict[str, Any]:
         """Starts the jail and waits for the zygote's hello; raises WorkerLost."""
@@ -265,6 +291,9 @@ class Zygote(JailedProcess):
             "guard": None if self.spec.guard is None else self.spec.guard.config(),
             "reroute_outside_stdlib": self.spec.reroute_outside_stdlib,
         })
+        settled = json.dumps({"private_dirs": list(self.private_dirs)}).encode()
+        await self.write(struct.pack(">I", len(settled)) + settled)
+        self._cleaning = True  # it wipes its scratch and forks its first call's process, then says so
         if self.cgroup is not None:
             self._oom_kills = self.cgroup.oom_kills()
         return self.hello
@@ -277,11 +306,15 @@ class Zygote(JailedProcess):
         data = json.dumps(request.wire()).encode()
         self.calls += 1
         memory_mb = request.limits.memory_mb
+        if self._cleaning:
+            await self._await_ready(timeout_s)
         if self.cgroup is not None:
             try:
                 self.cgroup.set_limit_mb(memory_mb)
             except OSError as exc:  # cannot reclaim below it now: the last cap stays
                 log.warning("worker %s: memory cap of %d MB not set: %s", self.slot.name, memory_mb, exc)
+            self._enlist_call_process()
+        self._cleaning = True  # from its reply on, until it says it is ready again
         try:
             self._process.stdin.write(struct.pack(">I", len(data)) + data)
             await self._process.stdin.drain()
@@ -295,6 +328,27 @@ class Zygote(JailedProcess):
         if self.cgroup is not None:
             self._account_memory(reply, memory_mb)
         return reply
+
+    async def _await_ready(self, timeout_s: float) -> None:
+        """Waits for the zygote to have cleaned up after its last call and forked the
+        process of the next (it says so after each reply); raises WorkerLost."""
+        try:
+            frame = await asyncio.wait_for(self.read_frame(), timeout_s)
+        except asyncio.TimeoutError as exc:
+            raise WorkerLost(f"worker did not clean up within {timeout_s:.1f} s") from exc
+        if not frame.get("ready_for_call"):
+            raise WorkerLost(f"worker sent {frame!r} where it says it is ready")
+        self._cleaning = False
+
+    def _enlist_call_process(self) -> None:
+        """Moves the process the zygote forked for the next call, waiting for its request,
+        into the slot's memory cgroup: everything the call starts is born there. Raises
+        WorkerLost when it cannot (the call would run without its cap)."""
+        assert self.cgroup is not None and self.inside is not None
+        try:
+            self.cgroup.adopt(children(self.inside))
+        except OSError as exc:
+            raise WorkerLost(f"the call's process cannot join its memory cgroup: {exc}") from exc
 
     def _account_memory(self, reply: dict[str, Any], memory_mb: int) -> None:
         """A call whose process the OOM killer ended hit its memory limit, whatever its

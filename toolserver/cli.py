@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from toolserver.config import ConfigError, Settings, load_settings
+from toolserver.config import RUNTIME_INTERPRETER, ConfigError, Settings, load_settings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=int, help="warm python workers (default: two per CPU)")
     serve.add_argument("--slim-workers", type=int,
                        help="slim python workers, for calls that need only the standard library (0: none)")
+    serve.add_argument("--scientific-workers", type=int,
+                       help="scientific python workers, for calls that use the data stack (0: none)")
     serve.add_argument("--http-port", type=int,
                        help="serve the HTTP fronts (SandboxFusion, code-judge, Search-R1 APIs) on this port")
     serve.add_argument("--advertise", help="host:port other machines reach this replica at (sessions pin to it)")
@@ -52,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("--json", action="store_true", help="print the whole response as JSON")
         if name == "bench":
             command.add_argument("--workload", default="trivial",
-                                 help="comma-separated workloads: trivial, sympy, humaneval (toolserver/bench_workloads.py)")
+                                 help="comma-separated workloads: trivial, sympy, pandas, sklearn, humaneval "
+                                      "(toolserver/bench_workloads.py)")
             command.add_argument("--code", help="send this snippet instead of the named workloads")
             command.add_argument("--mode", default="unary",
                                  help="comma-separated: unary (C callers of Execute), stream (one ExecuteStream, "
@@ -61,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
             command.add_argument("-c", "--concurrency", default="1,8,16", help="comma-separated levels")
             command.add_argument("--baseline-calls", type=int, default=200,
                                  help="fresh-process calls at each level for the baseline (0: skip)")
+            command.add_argument("--python", default=RUNTIME_INTERPRETER,
+                                 help="the baseline's interpreter: a plain python3 of the calls' runtime "
+                                      f"(default {RUNTIME_INTERPRETER})")
             command.add_argument("--repeat", type=int, default=1,
                                  help="runs per point; the median run counts")
             command.add_argument("--json", dest="json_out", help="write every point's figures to this file")
@@ -99,6 +105,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         overrides["python.workers"] = args.workers
     if args.slim_workers is not None:
         overrides.update({"python.slim": args.slim_workers > 0, "python.slim_workers": max(args.slim_workers, 0)})
+    if args.scientific_workers is not None:
+        overrides.update({"python.scientific": args.scientific_workers > 0,
+                          "python.scientific_workers": max(args.scientific_workers, 0)})
     if args.http_port is not None:
         overrides["http.port"] = args.http_port
     if args.insecure_no_sandbox:
@@ -188,7 +197,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
     results = run_bench(args.target, workloads, args.calls, levels, args.baseline_calls, modes=modes,
-                        repeat=max(1, args.repeat), peers=peers, peer_calls=max(0, args.peer_calls),
+                        repeat=max(1, args.repeat), python=args.python, peers=peers, peer_calls=max(0, args.peer_calls),
                         **client_args(args))
     if args.json_out:
         write_json(results, Path(args.json_out))

@@ -66,8 +66,8 @@ class SandboxSettings:
     self_test: bool = True             # run the jail probe at start-up (fail closed)
 
 
-# The strict profile: the standard library's computational modules and the scientific
-# packages; everything else is refused when the call's own code imports it by name.
+# The strict profile's allow-list: the standard library's computational modules and the
+# scientific packages; everything else is refused when the call's own code imports it by name.
 STRICT_IMPORTS = (
     # numbers and mathematics
     "math", "cmath", "decimal", "fractions", "numbers", "random", "statistics", "sympy", "numpy", "mpmath",
@@ -82,19 +82,57 @@ STRICT_IMPORTS = (
     "datetime", "calendar", "time", "timeit", "sys", "os", "pathlib", "tempfile", "warnings", "traceback",
     "threading", "__future__",
 )
-EVERY_MODULE = "*"  # an import profile of every module that is not denied
-# Modules nobody in a call may load, by any import path. Only what must not work and
-# cannot be refused at the action: raw native memory (ctypes, cffi) and
-# _posixsubprocess, whose fork_exec starts processes without an audit event. The network
-# and new processes are refused where they happen (sandbox/guard.py), so socket, ssl,
-# subprocess, multiprocessing and asyncio import; the jail refuses them too.
+EVERY_MODULE = "*"  # an allow-list of every module that is not denied
+# What the guarded and strict profiles deny: raw native memory (ctypes, cffi) and
+# _posixsubprocess, whose fork_exec starts processes without an audit event. Scientific
+# libraries load their native parts through these (scipy, pandas, scikit-learn, numba,
+# torch): a call in such a profile cannot use them.
 DENIED_IMPORTS = ("ctypes", "_ctypes", "cffi", "_cffi_backend", "_posixsubprocess")
 
 
-def default_import_profiles() -> dict[str, tuple[str, ...]]:
-    return {"open": (EVERY_MODULE,), "strict": STRICT_IMPORTS}
+@dataclass(frozen=True)
+class ImportProfile:
+    """What the Python-level guard (sandbox/guard.py) refuses to a call of this profile,
+    on top of the jail. The default refuses nothing: a call runs as a plain python3 would."""
+
+    imports: tuple[str, ...] = (EVERY_MODULE,)  # top-level modules the call's own code may import by
+                                                # name; ["*"]: every module not denied
+    denied_imports: tuple[str, ...] = ()        # modules nothing in the call may load, by any path
+    refuse_actions: bool = False                # refuse the network, new processes, signals to other
+                                                # processes, code objects built by hand, marshal of the
+                                                # call's own bytes, gc object walks, /proc/*/mem
 
 
+def default_import_profiles() -> dict[str, ImportProfile]:
+    """open: nothing refused, the jail is the boundary (the default). guarded: no native
+    memory, no new process, no network even where the jail would allow it. strict: guarded,
+    and the call's own code imports only STRICT_IMPORTS."""
+    return {"open": ImportProfile(),
+            "guarded": ImportProfile(denied_imports=DENIED_IMPORTS, refuse_actions=True),
+            "strict": ImportProfile(imports=STRICT_IMPORTS, denied_imports=DENIED_IMPORTS, refuse_actions=True)}
+
+
+# Where scripts/setup.sh and the image build the calls' runtime (sandbox/runtime/).
+RUNTIME_INTERPRETER = "/opt/toolserver/runtime/bin/python"
+# What warm zygotes import before they fork: what math programs use. Each module a zygote
+# preloads makes every fork and exit of it dearer (the heap's page tables), so the data
+# stack has zygotes of its own.
+WARM_PRELOAD = (
+    "sympy", "numpy", "mpmath", "fractions", "itertools", "math", "collections", "functools", "re", "json",
+    "decimal", "statistics",
+)
+# What scientific zygotes import: the warm preload and the data stack, each package with
+# the submodules programs import by name. A zygote that cannot import one serves without
+# it (its hello says which failed).
+SCIENTIFIC_PRELOAD = WARM_PRELOAD + (
+    "scipy", "scipy.stats", "scipy.optimize", "scipy.special", "scipy.linalg", "scipy.integrate", "scipy.sparse",
+    "scipy.spatial", "scipy.interpolate", "scipy.signal",
+    "pandas",
+    "sklearn", "sklearn.linear_model", "sklearn.model_selection", "sklearn.preprocessing", "sklearn.metrics",
+    "sklearn.ensemble", "sklearn.tree", "sklearn.cluster", "sklearn.datasets", "sklearn.decomposition",
+    "sklearn.neighbors", "sklearn.svm", "sklearn.pipeline",
+    "matplotlib", "matplotlib.pyplot", "seaborn", "statsmodels.api", "networkx",
+)
 # Workers per CPU when python.workers is 0: one runs while the other's call crosses the
 # pipe, and more only queue (toolserver bench, README "Speed").
 WORKERS_PER_CPU = 2
@@ -105,9 +143,11 @@ MAX_AUTO_WORKERS = 16
 class PythonSettings:
     workers: int = 0                  # warm jailed zygotes (the preload below); 0: two per CPU
                                       # this process may use, at most 16
-    interpreter: str = sys.executable  # must be visible inside the jail (not under /root)
-    preload: tuple[str, ...] = ("sympy", "numpy", "mpmath", "fractions", "itertools", "math",
-                                "collections", "functools", "re", "json", "decimal", "statistics")
+    interpreter: str = RUNTIME_INTERPRETER  # the calls' runtime: its own environment, not the
+                                      # server's (scripts/setup.sh builds it from
+                                      # sandbox/runtime/requirements.txt); visible in the jail
+    preload: tuple[str, ...] = WARM_PRELOAD  # imported by warm zygotes before they fork: a call
+                                      # that uses them pays no import
     slim: bool = True                 # also run slim zygotes (the standard library only), which
                                       # fork and exit faster: a call whose code imports nothing
                                       # else runs there, and one that reaches for another module
@@ -115,14 +155,15 @@ class PythonSettings:
     slim_workers: int = 0             # slim zygotes; 0: as many as warm ones
     slim_preload: tuple[str, ...] = ("fractions", "itertools", "math", "collections", "functools", "re", "json",
                                      "decimal", "statistics")  # standard modules only
-    import_guard: bool = True         # the Python-level policy of sandbox/guard.py (the jail
-                                      # holds without it; it makes refusals clear: DENIED)
+    scientific: bool = True           # also run scientific zygotes, which preload the data stack
+                                      # (scipy, pandas, scikit-learn, matplotlib, ...): a call whose
+                                      # code names one of those runs there and pays no import
+    scientific_workers: int = 0       # scientific zygotes; 0: as many as warm ones
+    scientific_preload: tuple[str, ...] = SCIENTIFIC_PRELOAD
     import_profile: str = "open"      # the profile of callers whose policy names none
-    import_profiles: dict[str, tuple[str, ...]] = field(default_factory=default_import_profiles)
-                                      # name -> top-level modules a call's own code may import
-                                      # (["*"]: every module not denied); [python.import_profiles]
-                                      # adds to or replaces "open" and "strict"
-    denied_imports: tuple[str, ...] = DENIED_IMPORTS    # modules nobody in a call may import
+    import_profiles: dict[str, ImportProfile] = field(default_factory=default_import_profiles)
+                                      # [python.import_profiles.NAME] tables add to or replace
+                                      # "open", "guarded" and "strict"
     huge_pages: bool = True           # collapse the warm heap into 2 MB pages (Linux 6.1+):
                                       # each fork and exit costs ~1.5 ms less
     max_queue: int = 1024             # calls waiting for a worker; past it RESOURCE_EXHAUSTED
@@ -140,27 +181,27 @@ class PythonSettings:
     def slim_count(self) -> int:
         return (self.slim_workers or self.warm_count()) if self.slim else 0
 
+    def scientific_count(self) -> int:
+        return (self.scientific_workers or self.warm_count()) if self.scientific else 0
+
     def allow_list(self, profile: str) -> tuple[str, ...] | None:
         """The modules the profile lets a call's own code import; None: every one not denied."""
-        names = self.import_profiles[profile]
+        names = self.import_profiles[profile].imports
         return None if EVERY_MODULE in names else names
 
     def validate_imports(self) -> None:
         if self.import_profile not in self.import_profiles:
             raise ConfigError(f"python.import_profile {self.import_profile!r} is not one of python.import_profiles "
                               f"({', '.join(sorted(self.import_profiles))})")
-        denied = set(self.denied_imports)
-        for name, names in self.import_profiles.items():
-            if not names:
-                raise ConfigError(f"python.import_profiles.{name} is empty; [\"{EVERY_MODULE}\"] allows every module")
-            if EVERY_MODULE in names and len(names) > 1:
-                raise ConfigError(f"python.import_profiles.{name}: \"{EVERY_MODULE}\" stands alone")
-            clash = sorted(set(names) & denied)
+        for name, profile in self.import_profiles.items():
+            if not profile.imports:
+                raise ConfigError(f"python.import_profiles.{name}.imports is empty; [\"{EVERY_MODULE}\"] allows "
+                                  "every module")
+            if EVERY_MODULE in profile.imports and len(profile.imports) > 1:
+                raise ConfigError(f"python.import_profiles.{name}.imports: \"{EVERY_MODULE}\" stands alone")
+            clash = sorted(set(profile.imports) & set(profile.denied_imports))
             if clash:
                 raise ConfigError(f"python.import_profiles.{name} allows denied module(s) {', '.join(clash)}")
-        preloaded = sorted({name.partition(".")[0] for name in self.preload + self.slim_preload} & denied)
-        if preloaded:
-            raise ConfigError(f"python.preload names denied module(s) {', '.join(preloaded)}")
         outside = sorted({name.partition(".")[0] for name in self.slim_preload} - sys.stdlib_module_names)
         if outside:
             raise ConfigError(f"python.slim_preload names module(s) outside the standard library: {', '.join(outside)}")
@@ -231,8 +272,8 @@ class Settings:
     defaults: DefaultLimits = field(default_factory=DefaultLimits)
 
     def worker_slots(self) -> int:
-        """The sandbox slots the python workers, warm and slim, and the self-test take."""
-        return self.python.warm_count() + self.python.slim_count() + 1
+        """The sandbox slots the python workers (warm, slim, scientific) and the self-test take."""
+        return self.python.warm_count() + self.python.slim_count() + self.python.scientific_count() + 1
 
     def validate(self) -> "Settings":
         """Checks values and their consistency; returns self or raises ConfigError."""
@@ -263,7 +304,7 @@ class Settings:
             raise ConfigError(f"http.port must be 0-65535 (0: no HTTP fronts), got {self.http.port}")
         if self.server.port > 65535:
             raise ConfigError(f"server.port must be at most 65535, got {self.server.port}")
-        for name in ("python.workers", "python.slim_workers", "sessions.max_sessions"):
+        for name in ("python.workers", "python.slim_workers", "python.scientific_workers", "sessions.max_sessions"):
             section, _, field_name = name.partition(".")
             if getattr(getattr(self, section), field_name) < 0:
                 raise ConfigError(f"{name} must not be negative")
@@ -277,7 +318,7 @@ class Settings:
             raise ConfigError("limits.max_processes exceeds sandbox.jail_max_processes")
         needed = self.worker_slots() + self.sessions.max_sessions
         if self.sandbox.slots < needed:
-            raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover the python workers, warm and slim, "
+            raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover the python workers (warm, slim, scientific) "
                               f"+ 1 for the self-test + sessions.max_sessions ({needed})")
         if self.limits.max_output_bytes * 4 > self.server.max_message_bytes:
             raise ConfigError("limits.max_output_bytes is too large for server.max_message_bytes")
@@ -318,11 +359,11 @@ def _build(cls: type, values: dict[str, Any], path: str) -> Any:
                 raise ConfigError(f"[{where}] must be a table")
             kwargs[name] = _build(type(default), value, where)
             continue
-        if isinstance(default, dict):  # named lists of strings, added to the defaults
-            if not isinstance(value, dict) or not all(
-                    isinstance(v, list) and all(isinstance(item, str) for item in v) for v in value.values()):
-                raise ConfigError(f"[{where}] must be a table of lists of strings")
-            value = {**default, **{key: tuple(v) for key, v in value.items()}}
+        if isinstance(default, dict):  # named tables, added to (or replacing) the defaults by name
+            kind = type(next(iter(default.values())))
+            if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+                raise ConfigError(f"[{where}] must hold tables ([{where}.NAME])")
+            value = {**default, **{key: _build(kind, v, f"{where}.{key}") for key, v in value.items()}}
         elif isinstance(default, tuple):
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{where} must be a list of strings")

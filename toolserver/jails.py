@@ -1,11 +1,12 @@
 """How each kind of jailed process starts, derived from the settings in one place.
 
-Three kinds run untrusted code: the python workers (warm zygotes, and slim ones that
-preload only standard modules), the session kernels and the Lean REPLs. They share one
-firejail command line (`sandbox.jail.jail_command`) and differ only in what is derived
-here: a slim zygote preloads less and hands back a call that reaches beyond the standard
-library, a kernel caps its own address space once warm, a REPL has Lean's memory,
-process and file limits and start-up time.
+Three kinds run untrusted code: the python workers (warm zygotes; slim ones that preload
+only standard modules; scientific ones that preload the data stack), the session kernels
+and the Lean REPLs. They share one firejail command line (`sandbox.jail.jail_command`)
+and differ only in what is derived here: a slim zygote preloads less and hands back a
+call that reaches beyond the standard library, a scientific one preloads more, a kernel
+caps its own address space once warm, a REPL has Lean's memory, process and file limits
+and start-up time.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.jail import JailPolicy
-from sandbox.worker import GuardPolicy, ZygoteSpec
+from sandbox.worker import GuardPolicy, GuardProfile, ZygoteSpec
 from toolserver.config import Settings
 from toolserver.lean.settings import LeanSettings
 
@@ -24,8 +25,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class JailSpecs:
-    worker: ZygoteSpec  # python workers; also the self-test's, without the guard
+    worker: ZygoteSpec  # warm python workers; also the self-test's, without the guard
     slim_worker: ZygoteSpec  # slim python workers
+    scientific_worker: ZygoteSpec  # scientific python workers
     kernel: ZygoteSpec  # session kernels
     repl: ZygoteSpec    # Lean REPLs
 
@@ -58,13 +60,16 @@ def zygote_spec(settings: Settings) -> ZygoteSpec:
         hidden_paths=tuple(hidden),
     )
     return ZygoteSpec(interpreter=settings.python.interpreter, preload=settings.python.preload, jail=jail,
-                      huge_pages=settings.python.huge_pages,
-                      guard=GuardPolicy({name: settings.python.allow_list(name)
-                                         for name in settings.python.import_profiles},
-                                        settings.python.denied_imports)
-                      if settings.python.import_guard else None,
+                      huge_pages=settings.python.huge_pages, guard=guard_policy(settings),
                       insecure_no_sandbox=settings.sandbox.insecure_no_sandbox,
                       start_timeout_s=settings.python.start_timeout_s)
+
+
+def guard_policy(settings: Settings) -> GuardPolicy:
+    """The python.import_profiles as the guard inside the jail reads them."""
+    python = settings.python
+    return GuardPolicy({name: GuardProfile(python.allow_list(name), profile.denied_imports, profile.refuse_actions)
+                        for name, profile in python.import_profiles.items()})
 
 
 def slim_spec(worker: ZygoteSpec, preload: tuple[str, ...]) -> ZygoteSpec:
@@ -91,5 +96,6 @@ def repl_spec(worker: ZygoteSpec, lean: LeanSettings) -> ZygoteSpec:
 def jail_specs(settings: Settings) -> JailSpecs:
     worker = zygote_spec(settings)
     return JailSpecs(worker=worker, slim_worker=slim_spec(worker, settings.python.slim_preload),
+                     scientific_worker=dataclasses.replace(worker, preload=settings.python.scientific_preload),
                      kernel=kernel_spec(worker, settings.sessions.start_timeout_s),
                      repl=repl_spec(worker, settings.lean))

@@ -33,9 +33,9 @@ class ServerMetrics:
         Gauge(name, documentation, registry=self.registry).set_function(read)
 
     def watch_python(self, python: Any) -> None:
-        """Gauges over the python tool's pools (warm and slim together, and the slim ones
-        alone) and its session manager."""
-        pools = [pool for pool in (python.pool, python.slim_pool) if pool is not None]
+        """Gauges over the python tool's pools (all together; slim and scientific calls
+        apart) and its session manager."""
+        pools = list(python.pools.values())
 
         def total(field: str) -> Callable[[], float]:
             return lambda: sum(getattr(pool.stats(), field) for pool in pools)
@@ -45,11 +45,15 @@ class ServerMetrics:
         self.sample("toolserver_python_workers_busy", "Python workers running a call",
                     lambda: sum(pool.stats().size - pool.stats().idle for pool in pools))
         self.sample("toolserver_sandbox_restarts", "Python workers replaced (lost, hung or recycled)", total("restarts"))
-        if python.slim_pool is not None:
-            slim = python.slim_pool
+        if "slim" in python.pools:
+            slim = python.pools["slim"]
             self.sample("toolserver_python_slim_calls", "Python calls run on slim workers", lambda: slim.stats().calls)
             self.sample("toolserver_python_rerouted_calls", "Calls a slim worker handed back to a warm one",
                         lambda: python.rerouted)
+        if "scientific" in python.pools:
+            scientific = python.pools["scientific"]
+            self.sample("toolserver_python_scientific_calls", "Python calls run on scientific workers",
+                        lambda: scientific.stats().calls)
         if python.sessions is not None:
             sessions = python.sessions
             self.sample("toolserver_sessions_open", "Open Python sessions", lambda: len(sessions.sessions))

@@ -45,8 +45,9 @@ def wait_serving(target: str, process: subprocess.Popen, log: Path, timeout_s: f
 @contextlib.contextmanager
 def local_server(directory: Path, *, workers: int = 2, first_slot: int = 59,
                  timeout_s: float = 180.0) -> Iterator[str]:
-    """Yields the target of a fresh server with `workers` warm and as many slim workers
-    (slot users 59-63 by default); its config and log are left in `directory`."""
+    """Yields the target of a fresh server with `workers` warm and as many slim workers,
+    and no scientific ones (the trainer's calls are math: sympy, numpy) (slot users 59-63
+    by default); its config and log are left in `directory`."""
     directory.mkdir(parents=True, exist_ok=True)
     port = free_port()
     config = directory / "server.toml"
@@ -55,7 +56,7 @@ def local_server(directory: Path, *, workers: int = 2, first_slot: int = 59,
     log = directory / "server.log"
     with log.open("w") as out:
         process = subprocess.Popen([sys.executable, "-m", "toolserver", "serve", "--port", str(port),
-                                    "--workers", str(workers), "--config", str(config)],
+                                    "--workers", str(workers), "--scientific-workers", "0", "--config", str(config)],
                                    stdout=out, stderr=subprocess.STDOUT)
     target = f"127.0.0.1:{port}"
     try:

@@ -229,11 +229,12 @@ def server(image):
 
 @pytest.fixture(scope="session")
 def jail_server(image, tmp_path_factory):
-    """The same service with the Python-level guard off (what calls meet is the jail
-    alone), on slots 32.. so that its uids' process counts are not the other's."""
+    """The same service with no Python-level guard at all (the default profile has none;
+    no slim workers, so no reroute hook either): what calls meet is the jail alone, on
+    slots 32.. so that its uids' process counts are not the other's."""
     service = compose_service()
     command, mount = with_site_config(service, tmp_path_factory.mktemp("jail-site"), site_config(
-        python={"workers": 2, "import_guard": False}, sessions={"max_sessions": 1},
+        python={"workers": 2, "slim": False, "scientific_workers": 1}, sessions={"max_sessions": 1},
         sandbox={"first_slot": 32, "slots": 8}))
     with serving(ServerContainer("jail", service, command=command, extra_args=mount)) as container:
         yield container

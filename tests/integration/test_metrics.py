@@ -35,7 +35,8 @@ def test_calls_refusals_and_pools_are_counted(server, client):
     assert after[error_key] - before.get(error_key, 0) >= 1
     assert after[rejected_key] - before.get(rejected_key, 0) >= 1
     assert after['toolserver_call_seconds_count{tool="python"}'] >= 4
-    assert after["toolserver_python_workers_idle"] + after["toolserver_python_workers_busy"] == 4  # 2 warm, 2 slim
+    # 2 warm, 2 slim, 1 scientific
+    assert after["toolserver_python_workers_idle"] + after["toolserver_python_workers_busy"] == 5
     assert "toolserver_sessions_open" in after and "toolserver_sandbox_restarts" in after
 
 

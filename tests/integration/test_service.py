@@ -90,7 +90,8 @@ def test_server_info_reports_verified_sandbox(client):
     info = client.server_info()
     assert info.serving and info.sandbox_verified and not info.insecure
     assert all(check.ok for check in info.checks) and len(info.checks) >= 10
-    assert {"import_guard", "import_guard_slim"} <= {check.name for check in info.checks}
+    assert {f"import_guard_{kind}[{profile}]" for kind in ("warm", "slim", "scientific")
+            for profile in ("guarded", "strict")} <= {check.name for check in info.checks}
 
 
 async def test_async_client_batches_over_one_stream(server):

@@ -78,3 +78,19 @@ def mtls_server(tmp_path_factory, tls_files):
     running = RunningServer(tmp_path_factory.mktemp("mtls"), workers=1, config=config)
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="session")
+def guarded_server(tmp_path_factory):
+    """A server whose default import profile is "guarded": the Python-level guard refuses
+    native memory, new processes and the network on top of the jail."""
+    running = RunningServer(tmp_path_factory.mktemp("guarded"), workers=1, sessions=1,
+                            config='[python]\nimport_profile = "guarded"\n')
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def guarded_client(guarded_server):
+    with guarded_server.client() as c:
+        yield c

@@ -1,14 +1,16 @@
 """One test per attack, judged from the host side, with the server answering others.
 
-Attacks that the Python guard would refuse first run on `jail_client` (a server with
-the guard off), so that what is shown contained is the jail itself; `test_guard.py`
-shows the guard's own refusals. After each attack a plain call must still be served.
+The default profile has no Python-level guard: calls start processes, load native code
+and make raw system calls, and what contains them is the jail. Attacks run on
+`jail_client` (a server with no guard at all); `test_guard.py` shows the refusals of the
+guarded profiles. After each attack a plain call must still be served.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -76,10 +78,10 @@ def test_no_network_from_the_jail(jail_client, jail_server):
     assert "reached" not in results.values(), results
 
 
-def test_no_network_through_the_guard(client, server):
-    response = run(client, NETWORK_PROBE.replace("PORT", str(server.port)))
+def test_no_network_through_the_guard(guarded_client, guarded_server):
+    response = run(guarded_client, NETWORK_PROBE.replace("PORT", str(guarded_server.port)))
     assert set(eval(response.python.value).values()) == {"ActionDenied"}
-    response = run(client, f"import socket\nsocket.create_connection(('127.0.0.1', {server.port}))")
+    response = run(guarded_client, f"import socket\nsocket.create_connection(('127.0.0.1', {guarded_server.port}))")
     assert response.outcome == pb.DENIED and "socket" in response.error
 
 
@@ -122,7 +124,7 @@ def test_other_sessions_files_are_out_of_reach(client):
 # --- writes outside scratch ------------------------------------------------------------
 
 def test_writes_outside_scratch_fail(jail_client):
-    targets = ["/tmp", "/var/tmp", "/dev/shm", "/etc", "/opt", "/usr", "/var/lib/toolserver/scratch", str(ROOT)]
+    targets = ["/etc", "/opt", "/usr", "/var", "/var/lib/toolserver/scratch", str(ROOT)]
     code = ("import os\nbad = []\n"
             f"for d in {targets!r}:\n"
             "    try:\n"
@@ -133,10 +135,115 @@ def test_writes_outside_scratch_fail(jail_client):
     assert run(jail_client, code).python.value == "[]"
 
 
-def test_scratch_cannot_run_dropped_programs(jail_client):
-    code = ("import os, shutil, subprocess\nshutil.copy('/bin/true', 'mytrue')\nos.chmod('mytrue', 0o755)\n"
-            "try:\n    subprocess.run(['./mytrue'])\n    r = 'ran'\nexcept PermissionError:\n    r = 'noexec'\nr")
-    assert run(jail_client, code).python.value == "'noexec'"
+PRIVATE_DIRS = ["/tmp", "/var/tmp", "/dev/shm"]
+
+
+def test_tmp_and_shm_are_the_calls_own_and_wiped(jail_client):
+    """A call writes /tmp, /var/tmp and /dev/shm as a plain python3 may; what it writes is
+    its jail's own (the host's directories never see it) and gone for the next call."""
+    marker = f"toolserver-probe-{os.getpid()}"
+    code = (f"import os\nfor d in {PRIVATE_DIRS!r}:\n    open(os.path.join(d, {marker!r}), 'w').write('x')\n"
+            f"sorted(os.path.exists(os.path.join(d, {marker!r})) for d in {PRIVATE_DIRS!r})")
+    for _ in range(4):  # more calls than workers: each worker's next call looks
+        assert run(jail_client, code).python.value == "[True, True, True]"
+        assert not any(os.path.exists(os.path.join(d, marker)) for d in PRIVATE_DIRS)
+        left = run(jail_client, f"import os\n[sorted(os.listdir(d)) for d in {PRIVATE_DIRS!r}]").python.value
+        assert eval(left) == [[], [], []]
+
+
+def test_programs_a_call_writes_run_inside_its_jail(jail_client):
+    """A call may run what it writes (as under plain python3); the program runs with the
+    jail's uid, seccomp filters, no new privileges and no capabilities."""
+    code = ("import os, shutil, subprocess\nshutil.copy('/bin/cat', 'mycat')\nos.chmod('mycat', 0o755)\n"
+            "status = subprocess.run(['./mycat', '/proc/self/status'], capture_output=True, text=True).stdout\n"
+            "s = {l.split(':')[0]: l.split(':')[1].strip() for l in status.splitlines()}\n"
+            "(s['Uid'].split()[0] != '0', s['Seccomp'], s['NoNewPrivs'], s['CapEff'])")
+    assert run(jail_client, code).python.value == "(True, '2', '1', '0000000000000000')"
+
+
+# --- native code ---------------------------------------------------------------------
+
+RAW_SYSCALLS = r"""
+import ctypes, errno, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(number, *args):
+    result = libc.syscall(ctypes.c_long(number), *(ctypes.c_long(a) for a in args))
+    return 'ok' if result >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+target = ctypes.create_string_buffer(b'/tmp')
+source = ctypes.create_string_buffer(b'none')
+kind = ctypes.create_string_buffer(b'tmpfs')
+{
+    'mount': call(165, ctypes.addressof(source), ctypes.addressof(target), ctypes.addressof(kind), 0, 0),
+    'unshare user namespace': call(272, 0x10000000),
+    'ptrace attach to the worker': call(101, 16, os.getppid(), 0, 0),
+    'unix socket': call(41, 1, 1, 0),
+    'system v shared memory': call(29, 0, 4096, 0o1600),
+    'bpf': call(321, 0, 0, 0),
+    'kernel module': call(175, 0, 0, 0),
+    'reboot': call(169, 0xfee1dead, 672274793, 0x4321fedc, 0),
+    'io_uring': call(425, 8, 0),
+    'setuid root': call(105, 0),
+}
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="system call numbers of x86_64")
+def test_raw_system_calls_through_ctypes_are_held_by_seccomp(jail_client):
+    """Native code is allowed by default; the jail's seccomp filters and missing
+    privileges refuse what would reach past it, whichever way the call is made."""
+    response = run(jail_client, RAW_SYSCALLS)
+    assert response.outcome == pb.OK, response.stderr
+    results = eval(response.python.value)
+    assert "ok" not in results.values(), results
+
+
+def test_a_fork_bomb_is_contained(jail_client):
+    code = ("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")
+    response = run(jail_client, code, timeout_ms=3000)
+    assert response.outcome in (pb.TIMEOUT, pb.ERROR, pb.CRASHED), response
+
+
+def test_daemons_do_not_outlive_their_call(jail_client, jail_server):
+    """A call that leaves processes behind (one in a session of its own, one a shell put in
+    the background, a double-forked one, a multiprocessing child) loses them when it ends:
+    from the host, none of its worker uids runs them a moment later."""
+    code = ("import os, subprocess, multiprocessing\n"
+            "subprocess.Popen(['sleep', '300'], start_new_session=True)\n"
+            "subprocess.Popen(['sh', '-c', 'sleep 301 &'])\n"
+            "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        os.execvp('sleep', ['sleep', '302'])\n"
+            "    os._exit(0)\n"
+            "multiprocessing.Process(target=os.execvp, args=('sleep', ['sleep', '303'])).start()\n"
+            "os._exit(0)")
+    uids = {slot_uid(index) for index in jail_server.worker_slot_indexes()}
+    for _ in range(3):
+        run(jail_client, code, timeout_ms=5000)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and sleepers_of(uids):
+        time.sleep(0.2)
+    assert not sleepers_of(uids)
+
+
+def slot_uid(index: int) -> int:
+    import pwd
+
+    return pwd.getpwnam(f"tsbox{index}").pw_uid
+
+
+def sleepers_of(uids: set[int]) -> set[int]:
+    """The `sleep` processes the uids run."""
+    found = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            owner = entry.stat().st_uid
+            name = Path(f"/proc/{entry.name}/comm").read_text().strip()
+        except OSError:
+            continue
+        if owner in uids and name == "sleep":
+            found.add(int(entry.name))
+    return found
 
 
 # --- resource exhaustion ---------------------------------------------------------------
@@ -148,8 +255,9 @@ def test_thread_bomb_is_contained(jail_client):
     assert run(jail_client, code, timeout_ms=5000).python.value == "True"
 
 
-def test_scratch_flood_is_stopped(jail_client):
-    code = ("import os\nblock = b'x' * (1 << 20)\nfor i in range(4000):\n"
+@pytest.mark.parametrize("directory", [".", *PRIVATE_DIRS])
+def test_scratch_flood_is_stopped(jail_client, directory):
+    code = (f"import os\nos.chdir({directory!r})\nblock = b'x' * (1 << 20)\nfor i in range(4000):\n"
             "    with open(f'f{i}', 'wb') as f:\n        for _ in range(8):\n            f.write(block)")
     response = run(jail_client, code, timeout_ms=10000)
     assert response.outcome == pb.ERROR and "scratch space limit" in response.error

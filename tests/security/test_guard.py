@@ -1,4 +1,4 @@
-"""The import allow-list and denied actions against the known bypasses (guard on)."""
+"""The guarded profile's denied modules and actions against the known bypasses."""
 
 from __future__ import annotations
 
@@ -65,31 +65,40 @@ BYPASSES = {
 
 
 @pytest.mark.parametrize("name", sorted(BYPASSES))
-def test_bypass_is_refused(client, name):
-    response = client.run_python(BYPASSES[name])
+def test_bypass_is_refused(guarded_client, name):
+    response = guarded_client.run_python(BYPASSES[name])
     assert response.outcome in (pb.DENIED, pb.ERROR), (name, response)
     if response.outcome == pb.ERROR:  # refused before the guard: the module is simply not there,
         # or the jail refused the system call
         assert response.error.startswith(("KeyError", "IndexError", "AttributeError", "PermissionError")), response.error
-    still_serving(client)
+    still_serving(guarded_client)
 
 
-def test_denied_import_names_the_module(client):
-    response = client.run_python("import numpy\nimport ctypes")
+def test_denied_import_names_the_module(guarded_client):
+    response = guarded_client.run_python("import numpy\nimport ctypes")
     assert response.outcome == pb.DENIED and "'ctypes'" in response.error
     assert "ImportDenied" in response.stderr
 
 
-def test_caught_refusal_lets_the_code_go_on(client):
-    response = client.run_python("try:\n    import ctypes\nexcept ImportError:\n    ctypes = None\nctypes is None")
+def test_caught_refusal_lets_the_code_go_on(guarded_client):
+    response = guarded_client.run_python("try:\n    import ctypes\nexcept ImportError:\n    ctypes = None\nctypes is None")
     assert response.outcome == pb.OK and response.python.value == "True"
 
 
-def test_allowed_computation_is_untouched(client):
+def test_allowed_computation_is_untouched(guarded_client):
     code = ("import sympy, numpy as np, mpmath, fractions, itertools, math, statistics, collections, re, json\n"
             "x = sympy.Symbol('x')\n"
             "(sympy.integrate(x**2, (x, 0, 3)), int(np.linalg.matrix_power(np.array([[1, 1], [1, 0]]), 10)[0, 0]),\n"
             " str(mpmath.mpf(2) ** 0.5)[:6], math.comb(10, 3), statistics.mean([1, 2, 3]))")
-    response = client.run_python(code)
+    response = guarded_client.run_python(code)
     assert response.outcome == pb.OK, response.stderr
     assert response.python.value == "(9, 89, '1.4142', 120, 2)"
+
+
+def test_a_preloaded_librarys_native_handles_are_refused_on_a_scientific_worker(guarded_client):
+    """A scientific zygote preloaded libraries that loaded ctypes; a guarded call finds
+    every reference to it replaced, whatever the library."""
+    response = guarded_client.run_python("import pandas, scipy, sys\nimport ctypes")
+    assert response.outcome == pb.DENIED and "'ctypes'" in response.error
+    response = guarded_client.run_python("import pandas, sys\n'ctypes' in sys.modules")
+    assert response.outcome == pb.OK and response.python.value == "False"

@@ -14,7 +14,7 @@ def test_a_local_server_serves_warm_and_slim_workers_and_stops(tmp_path):
             with ToolClient(target, timeout_s=60) as client:
                 assert client.run_python("print(6 * 7)").stdout == "42\n"
                 detail = client.server_info().tools[0].detail
-        assert detail.startswith("2 workers") and "slim: 2 workers" in detail
+        assert detail.startswith("warm: 2 workers") and "slim: 2 workers" in detail and "scientific" not in detail
         assert "stopped" in (tmp_path / "server.log").read_text()
     finally:
         SLOTS.give_back(first, 5)

@@ -38,4 +38,6 @@ def test_results_carry_run_success_success_and_reason():
     slow = result("c", pb.ExecuteResponse(outcome=pb.TIMEOUT, error="wall time limit of 5000 ms exceeded"), None)
     assert slow["reason"] == "worker_timeout" and "wall time" in slow["stderr"]
     assert result("d", pb.ExecuteResponse(outcome=pb.CRASHED), None)["reason"] == "internal_error"
+    segfault = pb.ExecuteResponse(outcome=pb.CRASHED, error="killed by signal SIGSEGV", python=pb.PythonResult(exit_code=-11))
+    assert result("f", segfault, None)["reason"] == ""  # the program's own end, not the server's
     assert refused("e", Exhausted("python queue is full"))["reason"] == "queue_timeout"

@@ -1,6 +1,8 @@
+import sys
+
 import pytest
 
-from toolserver.config import ConfigError, load_settings
+from toolserver.config import RUNTIME_INTERPRETER, ConfigError, ImportProfile, load_settings
 from toolserver.python.executor import effective_limits
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -31,15 +33,18 @@ def test_contradicting_limits_are_rejected():
 
 def test_slots_must_cover_workers():
     with pytest.raises(ConfigError, match="sandbox.slots"):
-        load_settings(**{"python.workers": 60})
+        load_settings(**{"python.workers": 30})
     with pytest.raises(ConfigError, match="sandbox.slots"):
-        load_settings(**{"python.workers": 30, "python.slim_workers": 30})
-    assert load_settings(**{"python.workers": 59, "python.slim": False}).python.slim_count() == 0
+        load_settings(**{"python.workers": 20, "python.slim_workers": 20, "python.scientific_workers": 20})
+    python = load_settings(**{"python.workers": 59, "python.slim": False, "python.scientific": False}).python
+    assert python.slim_count() == 0 and python.scientific_count() == 0
 
 
-def test_worker_slots_count_warm_and_slim_workers_and_the_self_test():
-    assert load_settings(**{"python.workers": 3, "python.slim_workers": 2}).worker_slots() == 6
-    assert load_settings(**{"python.workers": 3, "python.slim": False}).worker_slots() == 4
+def test_worker_slots_count_every_worker_class_and_the_self_test():
+    assert load_settings(**{"python.workers": 3, "python.slim_workers": 2,
+                            "python.scientific_workers": 1}).worker_slots() == 7
+    assert load_settings(**{"python.workers": 3, "python.slim": False}).worker_slots() == 7
+    assert load_settings(**{"python.workers": 3, "python.slim": False, "python.scientific": False}).worker_slots() == 4
 
 
 def test_workers_default_to_two_per_cpu_and_slim_ones_to_as_many(monkeypatch):
@@ -47,7 +52,7 @@ def test_workers_default_to_two_per_cpu_and_slim_ones_to_as_many(monkeypatch):
 
     monkeypatch.setattr(config, "available_cpus", lambda: 3)
     python = load_settings().python
-    assert python.warm_count() == 6 and python.slim_count() == 6
+    assert python.warm_count() == 6 and python.slim_count() == 6 and python.scientific_count() == 6
     monkeypatch.setattr(config, "available_cpus", lambda: 64)
     assert load_settings().python.warm_count() == config.MAX_AUTO_WORKERS
     python = load_settings(**{"python.workers": 3, "python.slim_workers": 1}).python
@@ -59,8 +64,13 @@ def test_workers_default_to_two_per_cpu_and_slim_ones_to_as_many(monkeypatch):
 def test_slim_workers_preload_standard_modules_only():
     with pytest.raises(ConfigError, match="outside the standard library: sympy"):
         load_settings(**{"python.slim_preload": ["math", "sympy"]})
-    with pytest.raises(ConfigError, match="denied module"):
-        load_settings(**{"python.slim_preload": ["ctypes"]})
+
+
+def test_scientific_workers_preload_the_warm_ones_preload_and_the_data_stack():
+    python = load_settings().python
+    assert set(python.preload) <= set(python.scientific_preload)
+    assert {"pandas", "sklearn", "scipy", "matplotlib.pyplot"} <= set(python.scientific_preload)
+    assert "pandas" not in python.preload
 
 
 def test_request_limits_are_capped_and_defaulted():
@@ -82,27 +92,35 @@ def test_package_turns_grpc_fork_support_off_before_grpc_loads():
     assert out[0] == "false"
 
 
-def test_import_profiles_default_to_open_and_strict():
+def test_import_profiles_default_to_open_guarded_and_strict():
     python = load_settings().python
     assert python.import_profile == "open" and python.allow_list("open") is None
+    assert python.import_profiles["open"] == ImportProfile()  # nothing refused: the jail is the boundary
+    guarded = python.import_profiles["guarded"]
+    assert python.allow_list("guarded") is None and "ctypes" in guarded.denied_imports and guarded.refuse_actions
     assert "math" in python.allow_list("strict") and "inspect" not in python.allow_list("strict")
-    assert "socket" not in python.denied_imports and "ctypes" in python.denied_imports
+    assert "socket" not in python.import_profiles["strict"].denied_imports
 
 
 def test_import_profiles_are_added_from_the_config(tmp_path):
     path = tmp_path / "c.toml"
-    path.write_text('[python]\nimport_profile = "tenant"\n[python.import_profiles]\ntenant = ["math", "json"]\n')
+    path.write_text('[python]\nimport_profile = "tenant"\n[python.import_profiles.tenant]\nimports = ["math", "json"]\n'
+                    'refuse_actions = true\n')
     python = load_settings(path).python
     assert python.allow_list("tenant") == ("math", "json") and python.allow_list("open") is None
+    tenant = python.import_profiles["tenant"]
+    assert tenant.refuse_actions and tenant.denied_imports == () and "strict" in python.import_profiles
 
 
 @pytest.mark.parametrize("toml, message", [
     ('[python]\nimport_profile = "nowhere"\n', "not one of python.import_profiles"),
-    ('[python.import_profiles]\nbad = ["math", "ctypes"]\n', "allows denied module"),
-    ('[python.import_profiles]\nbad = []\n', "is empty"),
-    ('[python.import_profiles]\nbad = ["*", "math"]\n', "stands alone"),
-    ('[python]\npreload = ["ctypes"]\n', "preload names denied"),
-    ('[python.import_profiles]\nbad = "math"\n', "table of lists of strings"),
+    ('[python.import_profiles.bad]\nimports = ["math", "ctypes"]\ndenied_imports = ["ctypes"]\n',
+     "allows denied module"),
+    ('[python.import_profiles.bad]\nimports = []\n', "is empty"),
+    ('[python.import_profiles.bad]\nimports = ["*", "math"]\n', "stands alone"),
+    ('[python.import_profiles.bad]\nrefuse = true\n', "unknown setting in \\[python.import_profiles.bad\\]: refuse"),
+    ('[python.import_profiles]\nbad = ["math"]\n', "must hold tables"),
+    ('[python]\nimport_guard = false\n', "unknown setting"),
     ('[sandbox]\nmemory_cgroup = "sometimes"\n', "memory_cgroup"),
 ])
 def test_bad_import_settings_are_refused(tmp_path, toml, message):
@@ -110,6 +128,11 @@ def test_bad_import_settings_are_refused(tmp_path, toml, message):
     path.write_text(toml)
     with pytest.raises(ConfigError, match=message):
         load_settings(path)
+
+
+def test_the_default_interpreter_is_the_calls_own_runtime():
+    python = load_settings().python
+    assert python.interpreter == RUNTIME_INTERPRETER and not python.interpreter.startswith(sys.prefix)
 
 
 def test_session_memory_follows_the_request_the_server_and_the_caller():

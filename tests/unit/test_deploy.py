@@ -26,6 +26,7 @@ K8S = DEPLOY / "k8s"
 GRPC_PORT = 50051
 METRICS_PORT = 9464
 CONTAINER_CONFIG_DIR = "/etc/toolserver/config/"
+SCIENTIFIC_ZYGOTE_MIB = 512  # a scientific zygote's heap (the data stack imported), beside its calls' memory
 
 
 def documents(path: Path) -> list[dict]:
@@ -119,9 +120,12 @@ def test_resources_have_requests_and_limits(tmp_path):
     settings = configmap_settings(tmp_path, deployed_config_key())
     limit_mib = parse_mib(resources["limits"]["memory"])
     per_worker = settings.limits.memory_mb + settings.limits.max_scratch_mb
-    workers = settings.python.warm_count() + settings.python.slim_count()
-    assert settings.python.workers and settings.python.slim_workers  # fixed counts: auto would follow the node's CPUs
-    assert limit_mib >= workers * per_worker + 512  # scratch is RAM; plus the server
+    python = settings.python
+    workers = python.warm_count() + python.slim_count() + python.scientific_count()
+    # fixed counts: auto would follow the node's CPUs
+    assert python.workers and python.slim_workers and python.scientific_workers
+    # scratch is RAM; a scientific zygote's own heap; plus the server
+    assert limit_mib >= workers * per_worker + python.scientific_count() * SCIENTIFIC_ZYGOTE_MIB + 512
     assert parse_cpu(resources["requests"]["cpu"]) >= settings.python.warm_count()
 
 
@@ -303,10 +307,12 @@ def test_compose_resources_are_variables_with_defaults():
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     warm = int(re.search(r"'workers = (\d+)'", dockerfile).group(1))
     slim = int(re.search(r"'slim_workers = (\d+)'", dockerfile).group(1))
+    scientific = int(re.search(r"'scientific_workers = (\d+)'", dockerfile).group(1))
     assert int(default_cpus) >= warm
     default_gib = int(re.fullmatch(r"\$\{\w+:-(\d+)g\}", compose_service()["mem_limit"]).group(1))
     limits = Settings().limits
-    assert default_gib * 1024 >= (warm + slim) * (limits.memory_mb + limits.max_scratch_mb) + 512
+    assert default_gib * 1024 >= ((warm + slim + scientific) * (limits.memory_mb + limits.max_scratch_mb)
+                                  + scientific * SCIENTIFIC_ZYGOTE_MIB + 512)
 
 
 @pytest.mark.parametrize("path", [DEPLOY / "Dockerfile", DEPLOY / "lean" / "Dockerfile"],

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from sandbox.hostside import cap_home, descendants, host_pid, jail_view, namespace_pid
+from sandbox.hostside import cap_tmpfs, children, descendants, host_pid, jail_view, mount_point, namespace_pid
 
 
 def test_descendants_include_grandchildren():
@@ -21,6 +21,7 @@ def test_descendants_include_grandchildren():
         grandchild = int(tree.stdout.readline())
         assert grandchild in descendants(tree.pid)
         assert tree.pid not in descendants(tree.pid)
+        assert children(tree.pid) == [grandchild] and tree.pid in children(os.getpid())
         assert host_pid(tree.pid, namespace_pid(grandchild)) == grandchild  # same pid namespace here
     finally:
         tree.kill()
@@ -34,5 +35,13 @@ def test_paths_of_a_process_in_the_hosts_namespace_are_plain():
 
 
 def test_capping_needs_a_jail():
+    """Never the host's own mounts: a process without a mount namespace of its own is refused."""
     with pytest.raises(OSError, match="no mount namespace"):
-        cap_home(os.getpid(), "/var/lib/toolserver/scratch", 16, 100)
+        cap_tmpfs(os.getpid(), "/tmp", 16, 100)
+
+
+def test_mount_point_is_the_nearest_mount_of_the_paths_device():
+    assert mount_point(os.getpid(), "/proc/self/status") == "/proc"
+    assert mount_point(os.getpid(), "/") == "/"
+    shm = mount_point(os.getpid(), "/dev/shm/some-file-that-need-not-exist/..")
+    assert shm in ("/dev/shm", "/dev")

@@ -47,6 +47,10 @@ def test_outcomes_map_to_sandbox_fusions_statuses():
     memory = answer(response(pb.MEMORY_LIMIT, error="memory limit of 128 MB exceeded"))
     assert memory["status"] == "Failed" and "memory limit" in memory["run_result"]["stderr"]
     assert answer(response(pb.CRASHED, error="sandbox worker was lost"))["status"] == "SandboxError"
+    aborted = answer(response(pb.CRASHED, error="killed by signal SIGABRT", python=pb.PythonResult(exit_code=-6)))
+    assert aborted["status"] == "Failed" and aborted["run_result"]["return_code"] == -6  # as python3's status
+    traced = answer(response(pb.MEMORY_LIMIT, stderr="Traceback ...\nMemoryError\n", error="memory limit of 128 MB exceeded"))
+    assert traced["run_result"]["stderr"] == "Traceback ...\nMemoryError\n"  # its own traceback says it
 
 
 def test_truncation_is_said():

@@ -13,7 +13,7 @@ from sandbox.calls import CallLimits, CallRequest
 from sandbox.jail import JailPolicy
 from sandbox.selftest import probe_request
 from sandbox.slots import prepare_scratch
-from sandbox.worker import GuardPolicy, Zygote, ZygoteSpec
+from sandbox.worker import GuardPolicy, GuardProfile, Zygote, ZygoteSpec
 from toolserver.config import DENIED_IMPORTS
 
 PROJECT = str(Path(__file__).resolve().parents[2])
@@ -89,13 +89,14 @@ async def test_a_request_without_its_keys_is_answered_invalid(slot):
 
 
 def guarded(reroute: bool, preload: tuple[str, ...] = ()) -> ZygoteSpec:
+    profiles = {"open": GuardProfile(), "guarded": GuardProfile(denied=DENIED_IMPORTS, refuse_actions=True)}
     return ZygoteSpec(interpreter=sys.executable, preload=preload, jail=JailPolicy(hidden_paths=(PROJECT,)),
-                      guard=GuardPolicy({"open": None}, DENIED_IMPORTS), reroute_outside_stdlib=reroute)
+                      guard=GuardPolicy(profiles), reroute_outside_stdlib=reroute)
 
 
-def call(code: str, stdin: str = "") -> CallRequest:
+def call(code: str, stdin: str = "", profile: str = "open") -> CallRequest:
     request = probe_request("c", code)
-    return CallRequest(request.id, code, request.limits, stdin=stdin, profile="open")
+    return CallRequest(request.id, code, request.limits, stdin=stdin, profile=profile)
 
 
 async def test_a_slim_zygote_hands_back_a_call_that_reaches_past_the_standard_library(slot):
@@ -112,7 +113,8 @@ async def test_a_slim_zygote_hands_back_a_call_that_reaches_past_the_standard_li
         reply = await zygote.run(call("import statistics, fractions, json, sys\ninput() + str(statistics.mean([1, 3]))",
                                       stdin="x\n"), 10)
         assert reply["outcome"] == "OK" and reply["value"] == "'x2'"
-        assert (await zygote.run(call("import ctypes"), 10))["outcome"] == "DENIED"  # standard, and denied
+        assert (await zygote.run(call("import ctypes"), 10))["outcome"] == "OK"  # standard, and open
+        assert (await zygote.run(call("import ctypes", profile="guarded"), 10))["outcome"] == "DENIED"
         # subprocess loads a denied module: a slim zygote leaves it (and threading) out.
         for code in ("import subprocess", "import asyncio", "print('x'); __import__('subprocess')"):
             reply = await zygote.run(call(code), 10)
@@ -130,6 +132,8 @@ async def test_a_warm_zygote_runs_what_a_slim_one_hands_back(slot):
         reply = await zygote.run(call("print('first'); __import__('sym' + 'py').factorint(12)"), 10)
         assert reply["outcome"] == "OK" and reply["stdout"] == "first\n" and reply["value"] == "{2: 2, 3: 1}"
         reply = await zygote.run(call("import subprocess\nsubprocess.run(['true'])"), 10)
+        assert reply["outcome"] == "OK", reply
+        reply = await zygote.run(call("import subprocess\nsubprocess.run(['true'])", profile="guarded"), 10)
         assert reply["outcome"] == "DENIED", reply  # importable where it is preloaded, refused on use
     finally:
         await zygote.kill()

@@ -23,7 +23,7 @@ from starlette.routing import Route
 from toolserver.config import Settings
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable
-from toolserver.fronts.http_json import counted_reply, read_json, status_for, with_error
+from toolserver.fronts.http_json import counted_reply, infrastructure_failed, read_json, status_for, with_error
 from toolserver.output_match import same_output
 from toolserver.policy import CallerPolicy, Policies
 from toolserver.text import valid_text
@@ -55,7 +55,8 @@ def submission(item: Any, where: str) -> tuple[str, pb.PythonCall, str | None]:
 
 def result(sub_id: str, response: pb.ExecuteResponse, expected: str | None) -> dict[str, Any]:
     ran = response.outcome == pb.OK
-    reason = {pb.TIMEOUT: "worker_timeout", pb.CRASHED: "internal_error"}.get(response.outcome, "")
+    reason = "internal_error" if infrastructure_failed(response) else \
+        "worker_timeout" if response.outcome == pb.TIMEOUT else ""
     stderr = response.stderr if ran else with_error(response.stderr, response.error)
     return {"sub_id": sub_id, "run_success": ran, "success": ran and (expected is None or
                                                                       same_output(response.stdout, expected)),

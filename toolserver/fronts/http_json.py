@@ -11,6 +11,7 @@ from starlette.responses import JSONResponse
 from toolserver.errors import InvalidRequest, RequestError
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import CallerPolicy, Policies
+from toolserver.v1 import toolserver_pb2 as pb
 
 
 async def read_json(request: Request, policies: Policies) -> tuple[CallerPolicy, Any]:
@@ -26,6 +27,15 @@ async def read_json(request: Request, policies: Policies) -> tuple[CallerPolicy,
 def status_for(error: RequestError, statuses: dict[type[RequestError], int], default: int) -> int:
     """The HTTP status of a request error in a front's table (its first matching class)."""
     return next((status for kind, status in statuses.items() if isinstance(error, kind)), default)
+
+
+def infrastructure_failed(response: pb.ExecuteResponse) -> bool:
+    """Whether a call's answer is the server's failure rather than the program's: CRASHED
+    but for a program that a signal ended (its own, or its native code's), which python3
+    reports as a negative exit status."""
+    if response.outcome == pb.INVALID:
+        return True
+    return response.outcome == pb.CRASHED and response.python.exit_code >= 0
 
 
 def with_error(stderr: str, error: str) -> str:

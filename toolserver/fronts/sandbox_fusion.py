@@ -28,7 +28,7 @@ from starlette.routing import Route
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import (Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable,
                                status_of)
-from toolserver.fronts.http_json import counted_reply, read_json, status_for, with_error
+from toolserver.fronts.http_json import counted_reply, infrastructure_failed, read_json, status_for, with_error
 from toolserver.policy import CallerPolicy, Policies
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -36,6 +36,7 @@ T = TypeVar("T")
 FRONT = "sandbox_fusion"
 LANGUAGES = ("python", "python3")
 ANSWER_MARGIN_S = 10.0  # an answer comes within run_timeout + compile_timeout + this
+OUTPUT_BYTES = 1 << 20  # what SandboxFusion keeps of each stream; the server's limits.max_output_bytes caps it
 TRUNCATED = "output truncated at the server's max_output_bytes (or fetched files beyond max_file_mb together)"
 HTTP_STATUS = {Unauthenticated: 401, PermissionDenied: 403, InvalidRequest: 400, Exhausted: 504, Unavailable: 504}
 
@@ -102,8 +103,8 @@ def file_names(names: list[Any]) -> list[str]:
 def run_result(response: pb.ExecuteResponse) -> dict[str, Any]:
     """SandboxFusion's CommandRunResult for the answer of a call that ran."""
     stderr = response.stderr
-    if response.outcome in (pb.DENIED, pb.MEMORY_LIMIT):
-        stderr = with_error(stderr, response.error)
+    if response.outcome == pb.DENIED or (response.outcome == pb.MEMORY_LIMIT and "MemoryError" not in stderr):
+        stderr = with_error(stderr, response.error)  # the program's own traceback says enough
     if response.outcome == pb.TIMEOUT:
         status, return_code = "TimeLimitExceeded", None
     elif response.outcome == pb.OK:
@@ -115,7 +116,7 @@ def run_result(response: pb.ExecuteResponse) -> dict[str, Any]:
 
 
 def answer(response: pb.ExecuteResponse) -> dict[str, Any]:
-    if response.outcome in (pb.CRASHED, pb.INVALID):
+    if infrastructure_failed(response):
         return sandbox_error(f"{pb.Outcome.Name(response.outcome)}: {response.error}")
     ok = response.outcome == pb.OK
     message = "" if ok else response.error
@@ -210,6 +211,7 @@ class SandboxFusionFront:
         call, language, answer_within_s = run_code_request(body)
         if language not in LANGUAGES:
             return sandbox_error(f"language {language!r} is not supported here: only python")
+        call.limits.max_output_bytes = min(OUTPUT_BYTES, caller.max_output_bytes or OUTPUT_BYTES)
         return answer(await within(self.dispatcher.execute(call, caller), answer_within_s))
 
     async def _run_jupyter(self, caller: CallerPolicy, body: Any) -> dict[str, Any]:

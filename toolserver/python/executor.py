@@ -1,10 +1,10 @@
 """The python tool: a PythonCall and its Limits in, an ExecuteResponse out.
 
 It caps the caller's limits by the server's, hands a stateless call to a worker pool
-(the slim one when `routing` says the code needs only the standard library, else the
-warm one; a call the slim worker hands back runs again on a warm one) and a session's
-call to its kernel, and turns the reply into the contract's message. It knows nothing
-of gRPC status.
+(the class `routing` picks: slim for the standard library, scientific for the data
+stack, else warm; a call the slim worker hands back runs again on a warm one) and a
+session's call to its kernel, and turns the reply into the contract's message. It
+knows nothing of gRPC status.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from sandbox.calls import CallLimits, CallRequest, working_path
-from sandbox.selftest import GUARD_PROBE, judge_guard, probe_request
+from sandbox.selftest import guard_probe, judge_guard, probe_request
 from sandbox.worker import WorkerLost
 from toolserver.config import Settings
 from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.python.pool import WorkerPool
-from toolserver.python.routing import CallRouter
+from toolserver.python.routing import SCIENTIFIC, SLIM, WARM, CallRouter
 from toolserver.python.schema import python_call_from_json, python_tool_spec
 from toolserver.python.sessions import SessionManager
 from toolserver.registry import BuildContext, Tool
@@ -118,14 +118,19 @@ def response_from_reply(request_id: str, reply: dict[str, Any]) -> pb.ExecuteRes
 class PythonExecutor(Tool):
     name = "python"
 
-    def __init__(self, settings: Settings, pool: WorkerPool | None, sessions: SessionManager | None,
-                 slim_pool: WorkerPool | None = None) -> None:
+    def __init__(self, settings: Settings, pools: dict[str, WorkerPool], sessions: SessionManager | None) -> None:
+        """pools: by worker class (routing.SLIM, WARM, SCIENTIFIC); no WARM pool: calls are
+        refused (the sandbox is not proven)."""
         self.settings = settings
-        self.pool = pool            # warm workers: every call may run here
-        self.slim_pool = slim_pool  # slim workers: calls that need only the standard library
+        self.pools = pools
         self.sessions = sessions
-        self.router = CallRouter(settings.python.preload)
+        self.router = CallRouter(settings.python.preload, settings.python.scientific_preload)
         self.rerouted = 0           # calls a slim worker handed back to a warm one
+
+    @property
+    def pool(self) -> WorkerPool | None:
+        """The warm workers: every call may run there."""
+        return self.pools.get(WARM)
 
     @property
     def available(self) -> bool:
@@ -134,10 +139,8 @@ class PythonExecutor(Tool):
     def status(self) -> str:
         if self.pool is None:
             return "no worker pool"
-        text = pool_status(self.pool)
-        if self.slim_pool is not None:
-            text += f"; slim: {pool_status(self.slim_pool)}, {self.rerouted} rerouted"
-        return text
+        text = "; ".join(f"{name}: {pool_status(pool)}" for name, pool in self.pools.items())
+        return text + f"; {self.rerouted} rerouted" if SLIM in self.pools else text
 
     @staticmethod
     def call_from_json(arguments: str) -> pb.PythonCall:
@@ -149,8 +152,8 @@ class PythonExecutor(Tool):
     def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
         profile = self.import_profile(caller)
         python = self.settings.python
-        return python_tool_spec(profile, python.allow_list(profile) if python.import_guard else None,
-                                python.denied_imports)
+        rules = python.import_profiles[profile]
+        return python_tool_spec(profile, python.allow_list(profile), rules.denied_imports, rules.refuse_actions)
 
     def grant(self, limits: pb.Limits, caller: CallerPolicy) -> CallLimits:
         return effective_limits(limits, self.settings, caller)
@@ -188,16 +191,20 @@ class PythonExecutor(Tool):
         return response_from_reply(request_id, await self.run_stateless(request))
 
     async def run_stateless(self, request: CallRequest) -> dict[str, Any]:
-        """The reply of a slim worker when the router sends the call there and it stays,
-        else of a warm one."""
+        """The reply of the worker class the router picks (warm where that class is off);
+        a call a slim worker hands back runs again on a warm one."""
         assert self.pool is not None
-        if self.slim_pool is not None and self.router.runs_slim(request.code):
-            reply = await self.slim_pool.run(request)
-            if reply.get("outcome") != "REROUTE":
-                return reply
+        route = self.router.route(request.code)
+        if route != WARM and route in self.pools:
+            reply = await self.pools[route].run(request)
+            if reply.get("outcome") != "REROUTE" or route != SLIM:
+                return self.checked(reply)
             self.rerouted += 1
-        reply = await self.pool.run(request)
-        if reply.get("outcome") == "REROUTE":  # a warm worker never hands a call back: its child lied
+        return self.checked(await self.pool.run(request))
+
+    @staticmethod
+    def checked(reply: dict[str, Any]) -> dict[str, Any]:
+        if reply.get("outcome") == "REROUTE":  # only a slim worker hands a call back: its child lied
             reply.update(outcome="CRASHED", error="the call's process answered a result it cannot give")
         return reply
 
@@ -209,33 +216,34 @@ def pool_status(pool: WorkerPool) -> str:
 
 
 async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonExecutor:
-    """The python tool: started worker pools (warm, and slim unless python.slim is off)
-    and session manager once the sandbox is proven, else one that refuses calls (the
-    state says why). Slots in order: warm workers, sessions, slim workers."""
+    """The python tool: started worker pools (warm; slim and scientific unless they are
+    off) and session manager once the sandbox is proven, else one that refuses calls (the
+    state says why). Slots in order: warm workers, sessions, slim workers, scientific ones."""
     settings, state = context.settings, context.state
     python = settings.python
-    worker_slots = context.slots.take(python.warm_count())
+    classes = {WARM: (context.jails.worker, context.slots.take(python.warm_count()))}
     session_slots = context.slots.take(settings.sessions.max_sessions)
-    slim_slots = context.slots.take(python.slim_count())
+    classes[SLIM] = (context.jails.slim_worker, context.slots.take(python.slim_count()))
+    classes[SCIENTIFIC] = (context.jails.scientific_worker, context.slots.take(python.scientific_count()))
     if not state.serving:
-        return PythonExecutor(settings, None, None)
-    pools = []
-    for spec, slots in ((context.jails.worker, worker_slots), (context.jails.slim_worker, slim_slots)):
+        return PythonExecutor(settings, {}, None)
+    pools = {}
+    for name, (spec, slots) in classes.items():
         if slots:
             pool = WorkerPool(spec, slots, max_queue=python.max_queue, grace_s=python.worker_grace_s,
                               recycle_after=python.recycle_after, cgroups=context.cgroups)
             stack.push_async_callback(pool.close)
-            pools.append(pool)
+            pools[name] = pool
     try:
-        await asyncio.gather(*(pool.start() for pool in pools))
-        if context.jails.worker.guard is not None:
-            for pool, check in zip(pools, ("import_guard", "import_guard_slim")):
-                await verify_guard(pool, state, python.import_profile, check)
+        await asyncio.gather(*(pool.start() for pool in pools.values()))
+        for name, pool in pools.items():
+            for profile, rules in python.import_profiles.items():
+                if rules.denied_imports:
+                    await verify_guard(pool, state, profile, rules.denied_imports[0], f"import_guard_{name}[{profile}]")
     except WorkerLost as exc:
         state.refuse(f"no python worker could start: {exc}")
     if not state.serving:
-        return PythonExecutor(settings, None, None)
-    pool, slim_pool = pools[0], (pools[1] if len(pools) > 1 else None)
+        return PythonExecutor(settings, {}, None)
     sessions = None
     if session_slots:
         sessions = SessionManager(context.jails.kernel, session_slots, max_sessions=settings.sessions.max_sessions,
@@ -243,15 +251,16 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
                                   max_message_text=settings.limits.max_output_bytes, cgroups=context.cgroups)
         stack.push_async_callback(sessions.shutdown)
         sessions.start()
-    executor = PythonExecutor(settings, pool, sessions, slim_pool)
+    executor = PythonExecutor(settings, pools, sessions)
     context.metrics.watch_python(executor)
     return executor
 
 
-async def verify_guard(pool: WorkerPool, state: ServerState, profile: str, name: str) -> None:
-    """Proves on a real worker that the configured guard refuses a denied import; a guard
-    that is configured but does not work stops the server from serving."""
-    check = dataclasses.replace(judge_guard(await pool.run(probe_request("guard", GUARD_PROBE, profile))), name=name)
+async def verify_guard(pool: WorkerPool, state: ServerState, profile: str, module: str, name: str) -> None:
+    """Proves on a real worker that a profile's guard refuses one of its denied modules; a
+    guard that is configured but does not work stops the server from serving."""
+    reply = await pool.run(probe_request("guard", guard_probe(module), profile))
+    check = dataclasses.replace(judge_guard(reply, module), name=name)
     state.checks.append(check)
     if not check.ok:
         state.refuse(f"sandbox self-test failed: {check.name} ({check.detail})")

@@ -1,14 +1,17 @@
-"""Which zygote runs a stateless python call: a slim one or a warm one.
+"""Which zygote runs a stateless python call: a slim, a warm or a scientific one.
 
-A slim zygote preloads only standard modules, so its fork and exit cost less; a warm
-one has the scientific stack (`python.preload`) imported. A slim one also lacks the
-standard modules that load a denied one (subprocess, `sandbox.guard.LOAD_BEFORE_REMOVAL`).
-A static look at the code decides: it runs slim when every module it imports by name is
-one a slim zygote offers and it does not mention a module the warm zygotes preload by
-name (which catches `__import__("sympy")`). The look is cheap and may err either way
-without changing a result: a slim zygote ends a call that reaches for anything else
-(REROUTE) and it runs again on a warm one, from the start. It does not parse the code: a
-syntax error runs where the rest would and is reported there.
+A slim zygote preloads only standard modules, so its fork and exit cost least; a warm
+one has the math stack (`python.preload`) imported; a scientific one the data stack too
+(`python.scientific_preload`), and its bigger heap makes each fork and exit dearer. A
+slim one also lacks the standard modules that load a denied one (subprocess,
+`sandbox.guard.LOAD_BEFORE_REMOVAL`). A static look at the code decides: it runs on a
+scientific zygote when it mentions a module only those preload by name; else slim when
+every module it imports by name is one a slim zygote offers and it does not mention a
+module the warm zygotes preload (which catches `__import__("sympy")`); else warm. The look
+is cheap and may err either way without changing a result: a slim zygote ends a call
+that reaches for anything else (REROUTE) and it runs again on a warm one, from the
+start; a warm one imports what it lacks. It does not parse the code: a syntax error runs
+where the rest would and is reported there.
 """
 
 from __future__ import annotations
@@ -39,13 +42,31 @@ def imported_modules(code: str) -> set[str]:
     return {name.partition(".")[0] for name in names if name and not name.startswith(".")}
 
 
-class CallRouter:
-    """Decides slim or warm for a call's code, given the warm zygotes' preload."""
+SLIM, WARM, SCIENTIFIC = "slim", "warm", "scientific"
 
-    def __init__(self, warm_preload: Iterable[str]) -> None:
-        warm_only = sorted({name.partition(".")[0] for name in warm_preload} - SLIM_MODULES)
-        self.mentions_warm_module = re.compile(r"\b(?:" + "|".join(map(re.escape, warm_only)) + r")\b") \
-            if warm_only else None
+
+def mentions(modules: Iterable[str]) -> re.Pattern[str] | None:
+    """A pattern that finds any of modules named as a word, or None for none."""
+    names = sorted(modules)
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b") if names else None
+
+
+def top_levels(modules: Iterable[str]) -> set[str]:
+    return {name.partition(".")[0] for name in modules}
+
+
+class CallRouter:
+    """Decides slim, warm or scientific for a call's code, given the zygotes' preloads."""
+
+    def __init__(self, warm_preload: Iterable[str], scientific_preload: Iterable[str] = ()) -> None:
+        warm = top_levels(warm_preload) - SLIM_MODULES
+        self.mentions_warm_module = mentions(warm)
+        self.mentions_scientific_module = mentions(top_levels(scientific_preload) - warm - SLIM_MODULES)
+
+    def route(self, code: str) -> str:
+        if self.mentions_scientific_module is not None and self.mentions_scientific_module.search(code):
+            return SCIENTIFIC
+        return SLIM if self.runs_slim(code) else WARM
 
     def runs_slim(self, code: str) -> bool:
         if self.mentions_warm_module is not None and self.mentions_warm_module.search(code):

@@ -18,17 +18,22 @@ PYTHON_SCHEMA = {
     "additionalProperties": False,
 }
 
-PYTHON_DESCRIPTION = ("Run Python 3 code in an isolated sandbox with sympy, numpy and mpmath pre-imported "
-                      "for use. Nothing persists between calls unless a session_id is given. Returns stdout, "
-                      "stderr and the value of the last expression.")
+PYTHON_DESCRIPTION = ("Run a Python 3 program in an isolated sandbox with no network, as `python3 main.py` runs "
+                      "it, with the scientific stack installed (numpy, scipy, sympy, pandas, scikit-learn, ...). "
+                      "Nothing persists between calls unless a session_id is given. Returns stdout, stderr, the "
+                      "exit status and the value of the last expression.")
 
-def python_tool_spec(profile: str, allowed: tuple[str, ...] | None, denied: tuple[str, ...]) -> pb.ToolSpec:
+
+def python_tool_spec(profile: str, allowed: tuple[str, ...] | None, denied: tuple[str, ...],
+                     refuse_actions: bool) -> pb.ToolSpec:
     """The python tool as a caller with this import profile sees it."""
     if allowed is None:
-        imports = (f"Imports (profile {profile!r}): the whole standard library and the installed packages, "
-                   f"except {', '.join(denied)}; network access and new processes are refused.")
+        imports = f"Imports (profile {profile!r}): the whole standard library and the installed packages"
+        imports += f", except {', '.join(denied)}." if denied else "."
     else:
         imports = f"Imports (profile {profile!r}): only {', '.join(sorted(allowed))}."
+    if refuse_actions:
+        imports += " New processes and sockets are refused."
     return pb.ToolSpec(name="python", description=f"{PYTHON_DESCRIPTION} {imports}",
                        parameters=json.dumps(PYTHON_SCHEMA))
 

@@ -189,7 +189,7 @@ class SessionManager:
             await kernel.launch(self.spec, "kernel", KERNEL_SOURCE, {
                 "connection": connection, "memory_mb": memory_mb, "max_message_text": self.max_message_text,
                 "confine_source": CONFINE_SOURCE, "guard_source": GUARD_SOURCE,
-                "guard": None if guard is None else guard.config(), "profile": profile,
+                "guard": None if guard is None else guard.profiles[profile].config(),
                 "preload": list(self.spec.preload),
             })
         except WorkerLost as exc:
