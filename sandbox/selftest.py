@@ -175,12 +175,6 @@ def write_targets(spec: ZygoteSpec) -> list[str]:
     return sorted(set(targets))
 
 
-def private_dirs(spec: ZygoteSpec) -> list[str]:
-    """The jail's own writable tmpfs mounts besides its home (none without a jail: the
-    probe must not write the host's /tmp)."""
-    return [] if spec.insecure_no_sandbox else list(spec.jail.private_dirs)
-
-
 def secret_targets() -> list[str]:
     return ["/etc/shadow", "/root", os.path.dirname(os.path.abspath(__file__))]
 
@@ -244,7 +238,7 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | Non
         checks.append(Check("starts", True, f"zygote pid {hello.get('pid')} in the jail"))
         with host_unix_socket(slot) as (path, listener):
             code = (f"WRITE_TARGETS = {write_targets(spec)!r}\n"
-                    f"SECRET_TARGETS = {secret_targets()!r}\nPRIVATE_DIRS = {private_dirs(spec)!r}\n"
+                    f"SECRET_TARGETS = {secret_targets()!r}\nPRIVATE_DIRS = {list(zygote.private_dirs)!r}\n"
                     f"NAMESPACES = {NAMESPACES!r}\nHOST_SOCKET = {path!r}\n" + INSPECT)
             seen = await zygote.run(probe_request("inspect", code), 30)
             accepted = accepted_any(listener)
@@ -253,7 +247,8 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | Non
             return checks
         capped = spec.jail.home_mb if running_as_root() and not spec.insecure_no_sandbox else 0
         checks += judge_inspection(json.loads(ast.literal_eval(seen["value"])), slot, accepted, capped)
-        left = await zygote.run(probe_request("leftovers", f"PRIVATE_DIRS = {private_dirs(spec)!r}\n"
+        checks.append(judge_private_dirs(spec.jail.private_dirs, zygote.private_dirs))
+        left = await zygote.run(probe_request("leftovers", f"PRIVATE_DIRS = {list(zygote.private_dirs)!r}\n"
                                               + LEFTOVERS), 30)
         checks.append(judge_leftovers(left))
         hog = await zygote.run(probe_request("memory", MEMORY_HOG, memory_mb=64), 30)
@@ -340,16 +335,24 @@ def judge_inspection(seen: dict[str, Any], slot: Slot, host_socket_reached: bool
     if home_cap_mb:
         checks.append(Check("scratch_capped", seen["home_mb"] <= home_cap_mb,
                             f"home tmpfs of {seen['home_mb']} MB (cap {home_cap_mb} MB)"))
-    shared = [path for path, seen_dir in seen["private"].items()
-              if not os.path.exists(path) or seen_dir["dev"] == os.stat(path).st_dev
-              or (home_cap_mb and seen_dir["mb"] > home_cap_mb)]
-    checks.append(Check("private_tmp", not shared, f"not the jail's own, capped tmpfs: {shared}" if shared else
-                        f"{', '.join(seen['private'])}: the jail's own, capped"))
+    uncapped = [path for path, seen_dir in seen["private"].items()
+                if seen_dir["dev"] == os.stat(path).st_dev or (home_cap_mb and seen_dir["mb"] > home_cap_mb)]
+    if uncapped:
+        checks.append(Check("private_tmp_capped", False, f"not the jail's own, capped tmpfs: {uncapped}"))
     leaks = [path for path, ok in seen["writable"].items() if ok]
     checks.append(Check("read_only_elsewhere", not leaks, f"writable: {leaks}" if leaks else "all host paths read-only"))
     exposed = [path for path, ok in seen["readable"].items() if ok]
     checks.append(Check("host_secrets_hidden", not exposed, f"readable: {exposed}" if exposed else "hidden"))
     return checks
+
+
+def judge_private_dirs(wanted: tuple[str, ...], proven: tuple[str, ...]) -> Check:
+    """Each writable place a jail should have of its own besides its home (/tmp, /var/tmp,
+    /dev/shm) is proven by the host to be on a filesystem other than the host's: only those
+    are given to calls and wiped after them."""
+    missing = [path for path in wanted if path not in proven]
+    return Check("private_tmp", not missing, f"not the jail's own: {missing}" if missing else
+                 f"{', '.join(proven)}: the jail's own, capped")
 
 
 def judge_leftovers(reply: dict[str, Any]) -> Check:

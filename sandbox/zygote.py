@@ -8,20 +8,22 @@ Protocol on stdin/stdout: frames of a 4-byte big-endian length and a JSON object
 The zygote first writes a hello frame and reads the host's settled frame (which names
 the jail's own writable mounts, once the host has capped them); it says it is ready,
 then answers each request frame with exactly one result frame, followed by a ready frame
-once it has cleaned up after the call. Per call it forks a child that starts its own session, sets its limits,
-runs the code with stdin/stdout/stderr redirected, and reports the repr of the last
-expression. The zygote enforces wall time with SIGKILL of the child's process group,
-then kills every other process of the jail's uid (double-forked daemons included) and
-wipes the writable scratch directory before it reads the next request.
+once it has cleaned up after the call.
+
+Per call it forks, ahead of time, the process that runs the call as `python3 main.py`
+would (docs/runtime.md): the code written to main.py in the working directory, a fresh
+`__main__` module, python3's streams, its way of ending. That process starts its own
+session, sets its limits, installs the guard of the call's import profile (none by
+default), runs the program and reports how it ended and the repr of its last bare
+expression. The zygote enforces wall time (SIGXCPU, so that the program writes out its
+buffered output, then SIGKILL of its process group), then kills every other process of
+the jail's uid (double-forked daemons included) and wipes the working directory and the
+jail's /tmp, /var/tmp and /dev/shm before it forks the next call's process.
 
 A slim zygote (config `reroute_outside_stdlib`) preloads standard modules only, and not
 those that load a denied module (the guard's LOAD_BEFORE_REMOVAL): a call whose code
 imports anything outside the standard library, or one of those, ends at that import with
 the result kind "reroute" (outcome REROUTE), and the host runs it again on a warm zygote.
-
-The call's import allow-list and denied actions are `sandbox/guard.py`, loaded from
-the config; the zygote holds no native-code handle once it is warm (ctypes is used
-only while it starts).
 
 What this does not protect against on its own: anything the jail around it does not
 stop. The child runs with the zygote's uid, so it can kill the zygote (the host then

@@ -22,13 +22,18 @@ if ! command -v firejail >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq firejail openssl python3-venv python3-dev >/dev/null
 fi
 
-if [ ! -x "$VENV/bin/python" ]; then
-  echo "setup: creating $VENV"
-  $SUDO mkdir -p "$(dirname "$VENV")"
-  if [ -n "$SUDO" ]; then $SUDO chown "$(id -u):$(id -g)" "$(dirname "$VENV")"; fi
-  /usr/bin/python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
-fi
+# make_venv DIR WHAT: a virtual environment of the system Python at DIR, unless there is one.
+make_venv() {
+  if [ ! -x "$1/bin/python" ]; then
+    echo "setup: creating $2 $1"
+    $SUDO mkdir -p "$(dirname "$1")"
+    if [ -n "$SUDO" ]; then $SUDO chown "$(id -u):$(id -g)" "$(dirname "$1")"; fi
+    /usr/bin/python3 -m venv "$1"
+    "$1/bin/pip" install -q --upgrade pip
+  fi
+}
+
+make_venv "$VENV" "the server's environment"
 
 STAMP="$VENV/.toolserver-install"
 WANT="$(cd "$ROOT" && sha256sum pyproject.toml | cut -d' ' -f1) $ROOT [$EXTRAS]"
@@ -41,13 +46,7 @@ fi
 RUNTIME="${TOOLSERVER_RUNTIME:-/opt/toolserver/runtime}"
 REQUIREMENTS=("$ROOT/sandbox/runtime/requirements.txt")
 if [ "${TOOLSERVER_RUNTIME_TORCH:-1}" != 0 ]; then REQUIREMENTS+=("$ROOT/sandbox/runtime/torch.txt"); fi
-if [ ! -x "$RUNTIME/bin/python" ]; then
-  echo "setup: creating the calls' runtime $RUNTIME"
-  $SUDO mkdir -p "$(dirname "$RUNTIME")"
-  if [ -n "$SUDO" ]; then $SUDO chown "$(id -u):$(id -g)" "$(dirname "$RUNTIME")"; fi
-  /usr/bin/python3 -m venv "$RUNTIME"
-  "$RUNTIME/bin/pip" install -q --upgrade pip
-fi
+make_venv "$RUNTIME" "the calls' runtime"
 RUNTIME_STAMP="$RUNTIME/.toolserver-runtime"
 RUNTIME_WANT="$(cat "${REQUIREMENTS[@]}" | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$RUNTIME_STAMP" ] || [ "$(cat "$RUNTIME_STAMP")" != "$RUNTIME_WANT" ]; then

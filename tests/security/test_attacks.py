@@ -198,6 +198,24 @@ def test_raw_system_calls_through_ctypes_are_held_by_seccomp(jail_client):
     assert "ok" not in results.values(), results
 
 
+def restarts(client) -> int:
+    """Workers replaced so far, summed over the python tool's pools."""
+    detail = next(tool.detail for tool in client.server_info().tools if tool.name == "python")
+    return sum(int(part.split()[0]) for part in detail.split(", ") if part.endswith(" restarts"))
+
+
+def test_links_and_locked_directories_in_scratch_do_not_end_the_worker(jail_client):
+    """The clean-up after a call wipes whatever it left: links to directories (which
+    cannot be chmod-ed), directories it made unreadable; the worker goes on."""
+    code = ("import os\nos.makedirs('a/b/c')\nos.symlink('/usr', 'a/b/to_usr')\nos.symlink('/tmp', 'a/to_tmp')\n"
+            "os.makedirs('/tmp/x/y')\nos.symlink('/etc', '/tmp/x/y/to_etc')\nos.chmod('a/b/c', 0)\nos.chmod('a/b', 0o500)\n"
+            "print('left a mess')")
+    before = restarts(jail_client)
+    for _ in range(4):
+        assert run(jail_client, code).stdout == "left a mess\n"
+    assert restarts(jail_client) == before
+
+
 def test_a_fork_bomb_is_contained(jail_client):
     code = ("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass")
     response = run(jail_client, code, timeout_ms=3000)

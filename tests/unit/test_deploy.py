@@ -339,10 +339,19 @@ def test_dockerfile_makes_a_slot_user_for_every_slot_outside_system_uids():
 def test_pip_settings_reach_the_build_as_secrets_never_as_arguments():
     instructions = dockerfile_instructions(DEPLOY / "Dockerfile")
     args = [line.split()[1].split("=")[0] for line in instructions if line.startswith("ARG ")]
-    assert set(args) == {"BASE_IMAGE", "SLOT_UID_BASE", "TOOLSERVER_EXTRAS"}
-    (install,) = [line for line in instructions if "pip install" in line]
-    assert "--mount=type=secret,id=pip.conf" in install and "--mount=type=secret,id=pip-ca.pem" in install
-    assert "PIP_CONFIG_FILE=/run/secrets/pip.conf" in install and "PIP_CERT=/run/secrets/pip-ca.pem" in install
+    assert set(args) == {"BASE_IMAGE", "SLOT_UID_BASE", "TOOLSERVER_EXTRAS", "RUNTIME_TORCH"}
+    installs = [line for line in instructions if "pip install" in line]
+    assert len(installs) == 2  # the server's environment, the calls' runtime
+    for install in installs:
+        assert "--mount=type=secret,id=pip.conf" in install and "--mount=type=secret,id=pip-ca.pem" in install
+        assert "PIP_CONFIG_FILE=/run/secrets/pip.conf" in install and "PIP_CERT=/run/secrets/pip-ca.pem" in install
+
+
+def test_the_image_builds_the_calls_runtime_from_the_repositorys_requirements():
+    runs = " ".join(line for line in dockerfile_instructions(DEPLOY / "Dockerfile") if line.startswith("RUN"))
+    assert "python3 -m venv /opt/toolserver/runtime" in runs
+    assert "-r /opt/toolserver/src/sandbox/runtime/requirements.txt" in runs
+    assert Settings().python.interpreter == "/opt/toolserver/runtime/bin/python"
     script = (DEPLOY / "build-local.sh").read_text()
     assert "--secret \"id=pip.conf,src=" in script and "--build-arg PIP" not in script
 
