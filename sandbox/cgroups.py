@@ -68,6 +68,25 @@ class MemoryCgroup:
             swap.write_text(value)
         self.limit_mb = megabytes
 
+    def open_for_jail(self) -> dict[str, int]:
+        """Descriptors of this cgroup's files a zygote in the slot's jail writes itself:
+        `procs` (the process forked for each call moves in), `limit` and, where the
+        kernel has it, `memsw` (each call's cap). Opened by the server (writes through
+        them are then allowed), inherited by nothing but that zygote. Raises OSError."""
+        names = {"procs": "cgroup.procs", "limit": "memory.limit_in_bytes", "memsw": "memory.memsw.limit_in_bytes"}
+        fds: dict[str, int] = {}
+        try:
+            for key, name in names.items():
+                if key == "memsw" and not (self.path / name).exists():
+                    continue
+                fds[key] = os.open(self.path / name, os.O_WRONLY | os.O_CLOEXEC)
+        except OSError:
+            for fd in fds.values():
+                os.close(fd)
+            raise
+        self.limit_mb = -1  # set from inside from now on: unknown here
+        return fds
+
     def oom_kills(self) -> int:
         """How many processes the OOM killer has ended in this cgroup so far."""
         try:

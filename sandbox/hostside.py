@@ -36,15 +36,6 @@ def children_of(pids: set[int]) -> dict[int, int]:
     return tree
 
 
-def children(pid: int) -> list[int]:
-    """The processes whose parent is pid (its threads' children too)."""
-    found = []
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as listed:
-            found += [int(child) for child in listed.read().split()]
-    return found
-
-
 def descendants(root: int) -> list[int]:
     """The processes below root (a jail's firejail process), parents before children."""
     return sorted(children_of({root}))

@@ -43,9 +43,10 @@ class Slot:
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
-def jail_command(policy: JailPolicy, slot: Slot, program: list[str]) -> list[str]:
+def jail_command(policy: JailPolicy, slot: Slot, program: list[str], keep_fds: tuple[int, ...] = ()) -> list[str]:
     """The firejail argv that runs program in slot under policy; the jail shares no
-    writable host directory with anyone."""
+    writable host directory with anyone, and of the descriptors it is started with only
+    keep_fds (which the program is told of) cross into it."""
     scratch = str(slot.scratch)
     argv = [
         policy.firejail,
@@ -74,6 +75,8 @@ def jail_command(policy: JailPolicy, slot: Slot, program: list[str]) -> list[str
     ]
     if policy.memory_mb:
         argv.append(f"--rlimit-as={policy.memory_mb * 1024 * 1024}")
+    if keep_fds:
+        argv.append("--keep-fd=" + ",".join(map(str, keep_fds)))
     return argv + program
 
 

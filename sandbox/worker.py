@@ -23,8 +23,7 @@ from typing import Any
 
 from sandbox.calls import CallRequest
 from sandbox.cgroups import MemoryCgroup
-from sandbox.hostside import (cap_tmpfs, children, descendants, host_pid, in_other_mount_namespace, is_own_mount,
-                              namespace_pid)
+from sandbox.hostside import cap_tmpfs, descendants, host_pid, in_other_mount_namespace, is_own_mount, namespace_pid
 from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
 from sandbox.slots import kill_slot_processes, running_as_root
 
@@ -97,11 +96,11 @@ class ZygoteSpec:
     start_timeout_s: float = 60.0
 
 
-def program_argv(spec: ZygoteSpec, slot: Slot, program: list[str]) -> list[str]:
+def program_argv(spec: ZygoteSpec, slot: Slot, program: list[str], keep_fds: tuple[int, ...] = ()) -> list[str]:
     """The exact argv a jailed program runs under: the same for workers, kernels, probe."""
     if spec.insecure_no_sandbox:
         return list(program)
-    return jail_command(spec.jail, slot, program)
+    return jail_command(spec.jail, slot, program, keep_fds)
 
 
 def confined_program(spec: ZygoteSpec, program: list[str]) -> list[str]:
@@ -114,17 +113,20 @@ def confined_program(spec: ZygoteSpec, program: list[str]) -> list[str]:
     return [spec.interpreter, "-I", "-c", bootstrap, *program]
 
 
-async def spawn_jailed(spec: ZygoteSpec, slot: Slot, program: list[str], **kwargs: Any) -> asyncio.subprocess.Process:
-    """Starts program in slot's jail, as slot's uid when the server is root."""
+async def spawn_jailed(spec: ZygoteSpec, slot: Slot, program: list[str], pass_fds: tuple[int, ...] = (),
+                       **kwargs: Any) -> asyncio.subprocess.Process:
+    """Starts program in slot's jail, as slot's uid when the server is root; pass_fds
+    reach it under the same numbers, and no other descriptor of the server's does."""
     identity: dict[str, Any] = {}
     if running_as_root() and slot.uid != 0:
         identity = {"user": slot.uid, "group": slot.gid, "extra_groups": []}
     return await asyncio.create_subprocess_exec(
-        *program_argv(spec, slot, program),
+        *program_argv(spec, slot, program, pass_fds),
         env=jail_environment(slot, spec.interpreter),
         cwd="/",
         start_new_session=True,
         close_fds=True,
+        pass_fds=pass_fds,
         **identity,
         **kwargs,
     )
@@ -135,9 +137,8 @@ class JailedProcess:
     killing it with everything the slot's uid still runs."""
 
     label = "jailed process"
-    # Whether the slot's memory cgroup holds each call's processes alone (a zygote's: the
-    # warm interpreter stays outside, so that the OOM killer picks only among what the
-    # call started), rather than the whole jail (a session's kernel).
+    # Whether the slot's memory cgroup holds each call's processes alone (a zygote moves
+    # them there itself), rather than the whole jail (a session's kernel).
     enlists_per_call = False
 
     def __init__(self, slot: Slot, cgroup: MemoryCgroup | None = None) -> None:
@@ -157,13 +158,14 @@ class JailedProcess:
     def stderr_tail(self) -> str:
         return "".join(self._stderr_tail)
 
-    async def launch(self, spec: "ZygoteSpec", name: str, source: str, config: dict[str, Any]) -> dict[str, Any]:
+    async def launch(self, spec: "ZygoteSpec", name: str, source: str, config: dict[str, Any],
+                     pass_fds: tuple[int, ...] = ()) -> dict[str, Any]:
         """Starts source (an in-jail program: a zygote, a kernel) in the slot's jail with
-        config, waits for its hello frame, then settles the jail; returns the hello.
-        Raises WorkerLost, with the jail killed."""
+        config (and pass_fds), waits for its hello frame, then settles the jail; returns
+        the hello. Raises WorkerLost, with the jail killed."""
         try:
             self._process = await spawn_jailed(
-                spec, self.slot, [spec.interpreter, "-I", "-c", BOOTSTRAP],
+                spec, self.slot, [spec.interpreter, "-I", "-c", BOOTSTRAP], pass_fds,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             )
         except OSError as exc:
@@ -279,21 +281,30 @@ class Zygote(JailedProcess):
         self.hello: dict[str, Any] = {}
         self.calls = 0
         self._oom_kills = 0
-        self._cleaning = False  # answered a call, not yet ready for the next
 
     async def start(self) -> dict[str, Any]:
-        """Starts the jail and waits for the zygote's hello; raises WorkerLost."""
-        self.hello = await self.launch(self.spec, "zygote", ZYGOTE_SOURCE, {
-            "preload": list(self.spec.preload),
-            "huge_pages": self.spec.huge_pages,
-            "guard_source": GUARD_SOURCE,
-            "confine_source": CONFINE_SOURCE,
-            "guard": None if self.spec.guard is None else self.spec.guard.config(),
-            "reroute_outside_stdlib": self.spec.reroute_outside_stdlib,
-        })
+        """Starts the jail and waits for the zygote's hello; raises WorkerLost.
+
+        With a memory cgroup, the zygote gets descriptors of the slot cgroup's files,
+        opened here: it moves the process it forks for each call into the cgroup before it
+        hands that process its request, and sets the call's cap, while the zygote itself
+        stays outside (the OOM killer then picks only among what the call started)."""
+        cgroup_fds = self.cgroup.open_for_jail() if self.cgroup is not None else {}
+        try:
+            self.hello = await self.launch(self.spec, "zygote", ZYGOTE_SOURCE, {
+                "preload": list(self.spec.preload),
+                "huge_pages": self.spec.huge_pages,
+                "guard_source": GUARD_SOURCE,
+                "confine_source": CONFINE_SOURCE,
+                "guard": None if self.spec.guard is None else self.spec.guard.config(),
+                "reroute_outside_stdlib": self.spec.reroute_outside_stdlib,
+                "cgroup_fds": cgroup_fds,
+            }, tuple(cgroup_fds.values()))
+        finally:
+            for fd in cgroup_fds.values():
+                os.close(fd)
         settled = json.dumps({"private_dirs": list(self.private_dirs)}).encode()
         await self.write(struct.pack(">I", len(settled)) + settled)
-        self._cleaning = True  # it wipes its scratch and forks its first call's process, then says so
         if self.cgroup is not None:
             self._oom_kills = self.cgroup.oom_kills()
         return self.hello
@@ -306,15 +317,6 @@ class Zygote(JailedProcess):
         data = json.dumps(request.wire()).encode()
         self.calls += 1
         memory_mb = request.limits.memory_mb
-        if self._cleaning:
-            await self._await_ready(timeout_s)
-        if self.cgroup is not None:
-            try:
-                self.cgroup.set_limit_mb(memory_mb)
-            except OSError as exc:  # cannot reclaim below it now: the last cap stays
-                log.warning("worker %s: memory cap of %d MB not set: %s", self.slot.name, memory_mb, exc)
-            self._enlist_call_process()
-        self._cleaning = True  # from its reply on, until it says it is ready again
         try:
             self._process.stdin.write(struct.pack(">I", len(data)) + data)
             await self._process.stdin.drain()
@@ -328,27 +330,6 @@ class Zygote(JailedProcess):
         if self.cgroup is not None:
             self._account_memory(reply, memory_mb)
         return reply
-
-    async def _await_ready(self, timeout_s: float) -> None:
-        """Waits for the zygote to have cleaned up after its last call and forked the
-        process of the next (it says so after each reply); raises WorkerLost."""
-        try:
-            frame = await asyncio.wait_for(self.read_frame(), timeout_s)
-        except asyncio.TimeoutError as exc:
-            raise WorkerLost(f"worker did not clean up within {timeout_s:.1f} s") from exc
-        if not frame.get("ready_for_call"):
-            raise WorkerLost(f"worker sent {frame!r} where it says it is ready")
-        self._cleaning = False
-
-    def _enlist_call_process(self) -> None:
-        """Moves the process the zygote forked for the next call, waiting for its request,
-        into the slot's memory cgroup: everything the call starts is born there. Raises
-        WorkerLost when it cannot (the call would run without its cap)."""
-        assert self.cgroup is not None and self.inside is not None
-        try:
-            self.cgroup.adopt(children(self.inside))
-        except OSError as exc:
-            raise WorkerLost(f"the call's process cannot join its memory cgroup: {exc}") from exc
 
     def _account_memory(self, reply: dict[str, Any], memory_mb: int) -> None:
         """A call whose process the OOM killer ended hit its memory limit, whatever its

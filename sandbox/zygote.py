@@ -6,9 +6,9 @@ project tree. It imports nothing from the project.
 
 Protocol on stdin/stdout: frames of a 4-byte big-endian length and a JSON object.
 The zygote first writes a hello frame and reads the host's settled frame (which names
-the jail's own writable mounts, once the host has capped them); it says it is ready,
-then answers each request frame with exactly one result frame, followed by a ready frame
-once it has cleaned up after the call.
+the jail's own writable mounts, once the host has capped them), then answers each
+request frame with exactly one result frame. Requests may wait in the pipe while it
+cleans up after the last call.
 
 Per call it forks, ahead of time, the process that runs the call as `python3 main.py`
 would (docs/runtime.md): the code written to main.py in the working directory, a fresh
@@ -656,6 +656,45 @@ def scratch_used():
     return used
 
 
+class CallCgroup:
+    """The slot's memory cgroup, through descriptors of its files the host opened: the
+    process forked for each call moves in before it gets its request (so that everything
+    the call starts is born there, and the zygote, outside, is never the OOM killer's
+    choice), and each call's cap is set before it runs. Without descriptors (no memory
+    cgroups), nothing."""
+
+    def __init__(self, fds):
+        self.fds = fds
+        self.cap_mb = None  # unknown: as the host made it, no cap
+
+    def enlisted(self, child):
+        """child, moved into the cgroup; a zygote that cannot move it ends (fail closed:
+        the call would run without its cap), and the host replaces it."""
+        if "procs" in self.fds:
+            try:
+                os.pwrite(self.fds["procs"], str(child.pid).encode(), 0)
+            except OSError as exc:
+                raise SystemExit(f"cannot move the call's process into its memory cgroup: {exc}")
+        return child
+
+    def cap(self, megabytes):
+        """Caps the memory the call's processes may use together. memory+swap must stay at
+        least memory: raised first, lowered last. A cap the kernel cannot reclaim down to
+        now is refused, and the last one stays."""
+        if "limit" not in self.fds or megabytes == self.cap_mb:
+            return
+        raising = self.cap_mb is not None and megabytes > self.cap_mb
+        order = ("memsw", "limit") if raising else ("limit", "memsw")
+        value = str(megabytes << 20).encode()
+        try:
+            for name in order:
+                if name in self.fds:
+                    os.pwrite(self.fds[name], value, 0)
+        except OSError:
+            return
+        self.cap_mb = megabytes
+
+
 def clean_up(child):
     """Leaves nothing of the call: no process, no file, no open descriptor."""
     kill_everything_else()
@@ -860,8 +899,8 @@ def main(config):
     gc.collect()
     gc.freeze()
     baseline_kb = vm_size_kb()
-    child = Child(baseline_kb)
-    send_frame(control_out, READY)
+    cgroup = CallCgroup(config.get("cgroup_fds") or {})
+    child = cgroup.enlisted(Child(baseline_kb))
     while True:
         payload = read_frame(control_in)
         if payload is None:
@@ -871,16 +910,15 @@ def main(config):
         if missing:
             send_frame(control_out, {"id": request.get("id", ""), "outcome": "INVALID",
                                      "error": f"the request lacks {', '.join(missing)}"})
-            send_frame(control_out, READY)
             continue
+        cgroup.cap(request["memory_mb"])
         reply = execute(child, request, payload)
         if request["fetch_files"]:
             reply["files"], left_out = fetch_files(request["fetch_files"], request["max_file_mb"] << 20)
             reply["truncated"] = reply["truncated"] or left_out
         send_frame(control_out, reply)
         clean_up(child)
-        child = Child(baseline_kb)
-        send_frame(control_out, READY)
+        child = cgroup.enlisted(Child(baseline_kb))
 
 
 # The keys of a request frame: the host builds them from sandbox.calls.CallRequest.
@@ -893,9 +931,6 @@ MEASURE_DEPTH = compile(
     "    words = str(exc).partition('recursion depth ')[2].partition(':')[0]\n"
     "    depth = int(words) if words.isdigit() else 0\n", "<depth>", "exec")
 PROGRAM_DEPTH = 2
-# After each reply, once nothing of the call is left and the next call's process waits:
-# the host moves that process into the slot's memory cgroup before it sends the request.
-READY = {"ready_for_call": True}
 PROGRAM_FILE = "main.py"  # the call's code, in its working directory (sandbox.calls.PROGRAM_FILE)
 GUARD = None  # the guard's module, set by main from the config
 GUARDS = {}  # import profile -> the installer of its guard, or None where it refuses nothing
