@@ -15,6 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+# The call's code is written to this file in its working directory and run as
+# `python3 main.py` would run it (sandbox/zygote.py keeps the same name).
+PROGRAM_FILE = "main.py"
+
+
 @dataclass(frozen=True)
 class CallLimits:
     """What one call may use; the zygote's child sets them on itself before the code runs."""

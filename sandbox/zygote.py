@@ -151,18 +151,22 @@ def set_limits(request, baseline_kb):
 
 
 class Child:
-    """A child forked ahead of its call: it waits on its request pipe, then runs it."""
+    """A child forked ahead of its call: it waits on its request pipe, then runs it.
+
+    The program's `__main__` module is made here, before the fork, by the zygote's warm
+    code: in the call's process the same work would fault in pages."""
 
     def __init__(self, baseline_kb):
         req_r, self.req_w = os.pipe()
         self.out_r, out_w = os.pipe()
         self.err_r, err_w = os.pipe()
         self.res_r, res_w = os.pipe()
+        main = main_module(os.path.join(HOME, PROGRAM_FILE))
         self.pid = os.fork()
         if self.pid == 0:
             for fd in (self.req_w, self.out_r, self.err_r, self.res_r):
                 os.close(fd)
-            run_child(baseline_kb, req_r, out_w, err_w, res_w)
+            run_child(baseline_kb, main, req_r, out_w, err_w, res_w)
         for fd in (req_r, out_w, err_w, res_w):
             os.close(fd)
         self.pidfd = os.pidfd_open(self.pid)
@@ -208,7 +212,7 @@ def close_fds_except(keep):
     os.closerange(low, 1024)
 
 
-def run_child(baseline_kb, req_r, out_w, err_w, result_w):
+def run_child(baseline_kb, main, req_r, out_w, err_w, result_w):
     """Runs in the forked child; never returns.
 
     Everything that does not depend on the request is done before it arrives, while
@@ -238,46 +242,50 @@ def run_child(baseline_kb, req_r, out_w, err_w, result_w):
             os.dup2(stdin_fd, 0)
             os.close(stdin_fd)
         write_files(request["files"])
-        path = write_program(request["code"])
         set_limits(request, baseline_kb)
         if GUARDS.get(request["profile"]) is not None:
             GUARDS[request["profile"]]()
     except BaseException as exc:  # the child cannot start: report it as a crash
         os.write(result_w, json.dumps({"kind": "crashed", "error": f"child setup: {exc!r}"}).encode())
         REAL_EXIT(70)
-    result, code = run_program(request, path)
+    result, code = run_program(request, main)
     finish(result, code, result_w)
 
 
 def write_program(code):
     """Writes the call's code where `python3 main.py` would find it: main.py in the
-    working directory; returns its absolute path."""
-    path = os.path.join(HOME, PROGRAM_FILE)
-    with open(path, "w", encoding="utf-8", errors="surrogateescape") as out:
-        out.write(code)
-    return path
+    working directory. The zygote writes it as its call's process waits for its request
+    (there the same work faults in more of the pages it shares with the zygote)."""
+    fd = os.open(os.path.join(HOME, PROGRAM_FILE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        write_all(fd, code.encode("utf-8", errors="surrogateescape"))
+    finally:
+        os.close(fd)
 
 
 def main_module(path):
-    """A fresh `__main__` module for the program at path, as `python3 path` makes it, put
-    where the interpreter looks for it: unittest, doctest, pickle and multiprocessing
-    find the program's own names there."""
+    """A fresh `__main__` module for the program at path, as `python3 path` makes it."""
     main = types.ModuleType("__main__")
     main.__dict__.update(__file__=path, __cached__=None, __annotations__={}, __builtins__=builtins,
                          __loader__=importlib.machinery.SourceFileLoader("__main__", path))
-    sys.modules["__main__"] = main
-    sys.argv[:] = [PROGRAM_FILE]
-    sys.path.insert(0, os.path.dirname(path))
     return main
 
 
-def run_program(request, path):
-    """Runs the call's code as the program `python3 main.py`, with the repr of a last bare
-    expression kept as its value; returns (result, exit status)."""
+def run_program(request, main):
+    """Runs the call's code as the program `python3 main.py` (main.py in the working
+    directory, main its module), with the repr of a last bare expression kept as its
+    value; returns (result, exit status). The module is put where the interpreter looks
+    for `__main__`: unittest, doctest, pickle and multiprocessing find its names there."""
     result = {"kind": "ok"}
-    namespace = main_module(path).__dict__
+    sys.modules["__main__"] = main
+    sys.argv[:] = [PROGRAM_FILE]
+    path = main.__file__
+    sys.path.insert(0, os.path.dirname(path))
+    namespace = main.__dict__
+    # Measured here, at the depth the program's top level will have: measured in the
+    # zygote before the fork, it drifts by a level as the zygote's code warms up.
     measured = {"sys": sys}
-    exec(MEASURE_DEPTH, measured)  # here: at the depth the program's top level will have
+    exec(MEASURE_DEPTH, measured)
     offset_recursion_limit(measured["depth"] - PROGRAM_DEPTH)
     try:
         body, last = split_last_expression(request["code"], path)
@@ -635,6 +643,20 @@ def execute(child, request, payload):
                     captures[child.out_r], captures[child.err_r], captures[child.res_r], over_scratch)
 
 
+def tmpfs_directories(directories):
+    """Those of directories on a tmpfs, where a directory's size counts its entries: one
+    whose size is its empty size holds nothing (a call cannot fake it), and need not be
+    wiped."""
+    tmpfs_devices = set()
+    with open("/proc/self/mountinfo") as mounts:
+        for line in mounts:
+            fields, _, rest = line.partition(" - ")
+            if rest.split()[0] == "tmpfs":
+                major, _, minor = fields.split()[2].partition(":")
+                tmpfs_devices.add(os.makedev(int(major), int(minor)))
+    return [directory for directory in directories if os.stat(directory).st_dev in tmpfs_devices]
+
+
 def distinct_filesystems(directories):
     """One directory of each filesystem among directories (those that exist)."""
     seen = {}
@@ -699,8 +721,10 @@ def clean_up(child):
     """Leaves nothing of the call: no process, no file, no open descriptor."""
     kill_everything_else()
     child.close()
-    for directory in (HOME, *PRIVATE_DIRS):
-        wipe(directory)
+    wipe(HOME)  # it holds main.py at least
+    for directory in PRIVATE_DIRS:
+        if os.stat(directory).st_size != EMPTY_SIZE.get(directory):
+            wipe(directory)
 
 
 def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=False):
@@ -896,6 +920,8 @@ def main(config):
     GUARDS = make_guards(policy)
     for directory in (HOME, *PRIVATE_DIRS):
         wipe(directory)  # what the preloads wrote (caches): the first call finds them empty too
+    for directory in tmpfs_directories(PRIVATE_DIRS):
+        EMPTY_SIZE[directory] = os.stat(directory).st_size
     gc.collect()
     gc.freeze()
     baseline_kb = vm_size_kb()
@@ -912,6 +938,7 @@ def main(config):
                                      "error": f"the request lacks {', '.join(missing)}"})
             continue
         cgroup.cap(request["memory_mb"])
+        write_program(request["code"])
         reply = execute(child, request, payload)
         if request["fetch_files"]:
             reply["files"], left_out = fetch_files(request["fetch_files"], request["max_file_mb"] << 20)
@@ -924,8 +951,9 @@ def main(config):
 # The keys of a request frame: the host builds them from sandbox.calls.CallRequest.
 REQUEST_KEYS = ("id", "code", "stdin", "profile", "files", "fetch_files", "timeout_ms", "memory_mb", "max_output_bytes",
                 "max_processes", "max_file_mb", "max_open_files", "max_scratch_mb")
-# Reads the recursion depth at a program's top level as sys.setrecursionlimit reports it
-# (0 where it cannot be read); python3 reports PROGRAM_DEPTH.
+# Reads the recursion depth at the top level of exec'd code as sys.setrecursionlimit
+# reports it (0 where it cannot be read); python3 reports PROGRAM_DEPTH at a program's top
+# level.
 MEASURE_DEPTH = compile(
     "depth = 0\ntry:\n    sys.setrecursionlimit(1)\nexcept RecursionError as exc:\n"
     "    words = str(exc).partition('recursion depth ')[2].partition(':')[0]\n"
@@ -938,6 +966,7 @@ REROUTE_OUTSIDE_STDLIB = False
 HOME = ""  # the jail's home, the call's working directory: set by main
 PRIVATE_DIRS = ()  # the jail's own /tmp, /var/tmp and /dev/shm: writable, wiped after every call
 SCRATCH_DIRS = ()  # one directory of each filesystem a call may write: its scratch usage
+EMPTY_SIZE = {}  # the size each of PRIVATE_DIRS on a tmpfs has when empty
 CALL_RESULT_FD = -1  # in a call's process: the pipe its result goes to
 CALL_PID = -1  # in a call's process: its pid (its own child processes have others)
 REAL_EXIT = os._exit  # a call's process replaces os._exit by exit_flushed

@@ -25,6 +25,7 @@ def test_files_are_keyed_by_normalized_path_and_fetches_by_the_names_asked():
     pb.PythonCall(files={f"f{i}": b"x" * (1 << 20) for i in range(3)}),  # above max_scratch_mb together
     pb.PythonCall(files={f"f{i}": b"" for i in range(9)}),   # too many
     pb.PythonCall(fetch_files=["../secret"]),
+    pb.PythonCall(files={"./main.py": b"print(1)"}),         # the program's own file
 ])
 def test_files_a_call_may_not_write_are_refused(call):
     with pytest.raises(InvalidRequest):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.calls import CallLimits, CallRequest
+from sandbox.calls import PROGRAM_FILE, CallLimits, CallRequest
 from sandbox.jail import JailPolicy
 from sandbox.selftest import probe_request
 from sandbox.slots import prepare_scratch
@@ -65,6 +65,13 @@ def test_the_zygote_reads_the_keys_the_host_sends():
                 if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "REQUEST_KEYS")
     wire = CallRequest("r", "1", CallLimits(1, 1, 1, 1, 1, 1)).wire()
     assert sorted(keys) == sorted(wire)
+
+
+def test_the_zygote_writes_the_program_where_the_host_keeps_room_for_it():
+    source = (Path(__file__).resolve().parents[2] / "sandbox" / "zygote.py").read_text()
+    name = next(ast.literal_eval(node.value) for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PROGRAM_FILE")
+    assert name == PROGRAM_FILE == "main.py"
 
 
 class WithoutScratchCap(CallRequest):

@@ -15,7 +15,7 @@ import dataclasses
 from contextlib import AsyncExitStack
 from typing import Any
 
-from sandbox.calls import CallLimits, CallRequest, working_path
+from sandbox.calls import PROGRAM_FILE, CallLimits, CallRequest, working_path
 from sandbox.selftest import guard_probe, judge_guard, probe_request
 from sandbox.worker import WorkerLost
 from toolserver.config import Settings
@@ -76,6 +76,8 @@ def call_files(call: pb.PythonCall, limits: CallLimits, max_files: int) -> tuple
         raise InvalidRequest(str(exc)) from exc
     if len(files) < len(call.files):
         raise InvalidRequest("two files name the same path")
+    if PROGRAM_FILE in files:
+        raise InvalidRequest(f"file path {PROGRAM_FILE!r} is the program's own (the call's code)")
     directories = {parent for path in files for parent in parent_directories(path)}
     if clash := sorted(directories & files.keys()):
         raise InvalidRequest(f"file path {clash[0]!r} is also the directory of another file")
