@@ -151,7 +151,7 @@ def zygotes_alone(slots: list[Slot], calls: int) -> None:
     settings = Settings()
     spec = slim_spec(zygote_spec(settings), settings.python.slim_preload)
     limits = effective_limits(pb.Limits(), settings)  # what a call that asks for nothing gets
-    code = get_workload("trivial").programs[0]
+    code = get_workload("trivial").programs[0].code
     each = calls // len(slots)
 
     async def drive(zygote: Zygote, count: int) -> None:

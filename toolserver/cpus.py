@@ -29,3 +29,29 @@ def available_cpus() -> int:
     cores = len(os.sched_getaffinity(0))
     quota = cgroup_cpu_quota()
     return max(1, min(cores, math.ceil(quota))) if quota else cores
+
+
+class CpuMeter:
+    """The share of the machine's CPU time that ran work at full weight (user, system,
+    interrupts; not niced work, which yields to it) since the last sample, from /proc/stat."""
+
+    def __init__(self, stat: Path = Path("/proc/stat")) -> None:
+        self.stat = stat
+        self._last = self._read()
+
+    def _read(self) -> tuple[int, int] | None:
+        """(busy, total) clock ticks since boot, None where /proc/stat is unreadable."""
+        try:
+            fields = [int(value) for value in self.stat.read_text().split("\n", 1)[0].split()[1:9]]
+        except (OSError, ValueError):
+            return None
+        user, _nice, system, _idle, _iowait, irq, softirq, steal = fields
+        return user + system + irq + softirq + steal, sum(fields)
+
+    def busy_share(self) -> float:
+        """0 to 1 since the previous call; 1 where nothing can be read (counted as busy)."""
+        now, last = self._read(), self._last
+        self._last = now
+        if now is None or last is None or now[1] <= last[1]:
+            return 1.0
+        return (now[0] - last[0]) / (now[1] - last[1])

@@ -54,6 +54,7 @@ class Dispatcher:
         elapsed = time.monotonic() - started
         self.metrics.calls.labels(tool, outcome).inc()
         self.metrics.latency.labels(tool).observe(elapsed)
+        self.metrics.queued.labels(tool).observe(response.queued_us / 1e6)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("answered %s", outcome, extra={"request_id": request.request_id, "tool": tool,
                                                      "caller": caller.name, "outcome": outcome,

@@ -46,6 +46,15 @@ class Exhausted(RequestError):
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
+class Busy(Exhausted):
+    """No worker could start the call before its client stops waiting; worth retrying
+    after retry_after_s."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class Unavailable(RequestError):
     """Shutting down, or the sandbox is not proven safe."""
 

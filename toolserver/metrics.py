@@ -22,6 +22,8 @@ class ServerMetrics:
                              ["tool", "outcome"], registry=self.registry)
         self.latency = Histogram("toolserver_call_seconds", "Time from receiving a call to answering it",
                                  ["tool"], buckets=LATENCY_BUCKETS, registry=self.registry)
+        self.queued = Histogram("toolserver_call_queued_seconds", "Time a call waited for a worker before it ran",
+                                ["tool"], buckets=(0.001,) + LATENCY_BUCKETS, registry=self.registry)
         self.rejected = Counter("toolserver_rejected_calls", "Calls refused before running, by gRPC status",
                                 ["reason"], registry=self.registry)
         self.front_requests = Counter("toolserver_front_requests", "HTTP front requests, by front and HTTP status",
@@ -45,6 +47,16 @@ class ServerMetrics:
         self.sample("toolserver_python_workers_busy", "Python workers running a call",
                     lambda: sum(pool.stats().size - pool.stats().idle for pool in pools))
         self.sample("toolserver_sandbox_restarts", "Python workers replaced (lost, hung or recycled)", total("restarts"))
+        self.sample("toolserver_python_workers_extra", "Python workers started past the base size, now running",
+                    total("extra"))
+        if python.pool is not None:
+            scheduler = python.pool.scheduler
+            self.sample("toolserver_python_workers_grown", "Extra python workers started while calls waited on held ones",
+                        lambda: scheduler.grown)
+            self.sample("toolserver_python_workers_shrunk", "Extra python workers stopped when idle",
+                        lambda: scheduler.shrunk)
+            self.sample("toolserver_python_borrowed_calls", "Python calls run by a worker of another class than "
+                        "their own, whose workers were all held", lambda: scheduler.borrowed)
         if "slim" in python.pools:
             slim = python.pools["slim"]
             self.sample("toolserver_python_slim_calls", "Python calls run on slim workers", lambda: slim.stats().calls)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from toolserver.bench import run_bench
-from toolserver.bench_workloads import Workload, get_workload
+from toolserver.bench_workloads import Program, Workload, get_workload
 
 from tests.conftest import ROOT, RunningServer, free_port
 
@@ -68,7 +68,7 @@ def test_peers_get_the_same_calls_through_their_http_apis(fronts, capsys):
 @pytest.mark.parametrize("code", ["import sys\nsys.exit(3)", "raise ValueError('no')"])
 def test_a_program_that_fails_counts_as_a_failure_at_a_peer(fronts, code):
     running, url = fronts
-    results = run_bench(running.target, [Workload("custom", (code,))], 50, [1], baseline_calls=0, modes=(),
+    results = run_bench(running.target, [Workload("custom", (Program(code),))], 50, [1], baseline_calls=0, modes=(),
                         peers={"sandbox-fusion": url, "code-judge": url}, peer_calls=3)
     assert [(r.calls, r.failures, r.ok_rate) for r in results] == [(3, 3, 0.0), (3, 3, 0.0)]
 

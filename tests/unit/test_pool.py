@@ -12,7 +12,7 @@ from sandbox.calls import CallLimits, CallRequest
 from sandbox.jail import JailPolicy
 from sandbox.worker import ZygoteSpec
 from toolserver.errors import Exhausted
-from toolserver.python.pool import IdleWorkers, WorkerPool
+from toolserver.python.pool import WorkerPool
 
 
 
@@ -73,30 +73,3 @@ async def test_cancelled_caller_does_not_lose_the_worker(pool):
     call.cancel()
     assert (await pool.run(request("7", "next")))["value"] == "7"
     assert pool.stats().size == 1
-
-
-async def test_idle_workers_go_to_the_longest_waiting_call():
-    idle = IdleWorkers()
-    first, second = (asyncio.ensure_future(idle.get()) for _ in range(2))
-    await asyncio.sleep(0)
-    idle.put("w1")
-    barging = asyncio.ensure_future(idle.get())  # arrives as w1 frees: it waits its turn
-    await asyncio.sleep(0)
-    assert first.done() and first.result() == "w1" and not barging.done()
-    second.cancel()
-    await asyncio.sleep(0)
-    idle.put("w2")  # the cancelled waiter is skipped
-    await asyncio.sleep(0)
-    assert barging.result() == "w2" and idle.empty()
-    idle.put("w3")
-    assert idle.qsize() == 1 and await idle.get() == "w3"
-
-
-async def test_a_worker_handed_to_a_call_that_went_away_goes_to_the_next():
-    idle = IdleWorkers()
-    gone, next_call = (asyncio.ensure_future(idle.get()) for _ in range(2))
-    await asyncio.sleep(0)
-    idle.put("w")
-    gone.cancel()  # handed over, then cancelled before it ran
-    await asyncio.sleep(0)
-    assert gone.cancelled() and await next_call == "w"

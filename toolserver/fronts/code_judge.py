@@ -128,7 +128,7 @@ class CodeJudgeFront:
         return result(sub_id, response, expected)
 
     def refusal(self, error: RequestError) -> JSONResponse:
-        return self.reply(status_for(error, HTTP_STATUS, 503), {"detail": valid_text(str(error))})
+        return self.reply(status_for(error, HTTP_STATUS, 503), {"detail": valid_text(str(error))}, error)
 
-    def reply(self, status: int, body: dict[str, Any]) -> JSONResponse:
-        return counted_reply(self.dispatcher.metrics, FRONT, status, body)
+    def reply(self, status: int, body: dict[str, Any], error: RequestError | None = None) -> JSONResponse:
+        return counted_reply(self.dispatcher.metrics, FRONT, status, body, error)

@@ -8,7 +8,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from toolserver.errors import InvalidRequest, RequestError
+from toolserver.errors import Busy, InvalidRequest, RequestError
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import CallerPolicy, Policies
 from toolserver.v1 import toolserver_pb2 as pb
@@ -46,6 +46,10 @@ def with_error(stderr: str, error: str) -> str:
     return f"{stderr}{'' if not stderr or stderr.endswith(chr(10)) else chr(10)}{error}\n"
 
 
-def counted_reply(metrics: ServerMetrics, front: str, status: int, body: dict[str, Any]) -> JSONResponse:
+def counted_reply(metrics: ServerMetrics, front: str, status: int, body: dict[str, Any],
+                  error: RequestError | None = None) -> JSONResponse:
+    """The JSON answer, counted by front and status; a Busy error's answer says when to
+    retry (Retry-After)."""
     metrics.front_requests.labels(front, str(status)).inc()
-    return JSONResponse(body, status_code=status)
+    headers = {"Retry-After": str(error.retry_after_s)} if isinstance(error, Busy) else None
+    return JSONResponse(body, status_code=status, headers=headers)

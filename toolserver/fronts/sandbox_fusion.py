@@ -4,8 +4,10 @@ What verl's code reward (`reward.sandbox_fusion.url`), its SandboxFusionTool, Sk
 CodeInterpreter and the `sandbox-fusion` SDK send, answered the way SandboxFusion
 answers: HTTP 200 for code that failed, a top-level status `Success`, `Failed` or
 `SandboxError`, and a `run_result` with `Finished`, `Error` or `TimeLimitExceeded`. A
-timeout keeps the partial output with `return_code: null`. A server too busy to take
-the call is HTTP 504, the one status verl retries. The call itself runs through the
+timeout keeps the partial output with `return_code: null`. A call waits for a worker as
+long as it can still run its whole `run_timeout` before its client gives up
+(`run_timeout + compile_timeout` + 10 s, as verl's client waits); one that cannot is
+HTTP 504 (the one status verl retries) with `Retry-After`. The call itself runs through the
 dispatcher like any gRPC call: the same jail, pools, policies, metrics and limits.
 `files` are written into the working directory before the code runs and `fetch_files`
 come back base64 in `files`. `/run_jupyter` runs its cells in one fresh jailed kernel (a
@@ -25,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
+from toolserver.deadline import answer_within
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import (Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable,
                                status_of)
@@ -205,14 +208,15 @@ class SandboxFusionFront:
             return self.reply(504, sandbox_error(str(exc)))
         except RequestError as exc:
             code, message = status_of(exc)
-            return self.reply(status_for(exc, HTTP_STATUS, 200), sandbox_error(f"{code.name}: {message}"))
+            return self.reply(status_for(exc, HTTP_STATUS, 200), sandbox_error(f"{code.name}: {message}"), exc)
 
     async def _run_code(self, caller: CallerPolicy, body: Any) -> dict[str, Any]:
         call, language, answer_within_s = run_code_request(body)
         if language not in LANGUAGES:
             return sandbox_error(f"language {language!r} is not supported here: only python")
         call.limits.max_output_bytes = min(OUTPUT_BYTES, caller.max_output_bytes or OUTPUT_BYTES)
-        return answer(await within(self.dispatcher.execute(call, caller), answer_within_s))
+        with answer_within(answer_within_s):
+            return answer(await within(self.dispatcher.execute(call, caller), answer_within_s))
 
     async def _run_jupyter(self, caller: CallerPolicy, body: Any) -> dict[str, Any]:
         cells, cell_timeout, total_timeout = run_jupyter_request(body)
@@ -254,5 +258,5 @@ class SandboxFusionFront:
         return {"status": "Success" if status == "Finished" else "Failed", "message": message, "driver": driver,
                 "cells": results, "executor_pod_name": None, "files": {}}
 
-    def reply(self, status: int, body: dict[str, Any]) -> JSONResponse:
-        return counted_reply(self.dispatcher.metrics, FRONT, status, body)
+    def reply(self, status: int, body: dict[str, Any], error: RequestError | None = None) -> JSONResponse:
+        return counted_reply(self.dispatcher.metrics, FRONT, status, body, error)

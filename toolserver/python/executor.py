@@ -16,12 +16,14 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from sandbox.calls import PROGRAM_FILE, CallLimits, CallRequest, working_path
+from sandbox.cgroups import SlotCgroups
 from sandbox.selftest import guard_probe, judge_guard, probe_request
 from sandbox.worker import WorkerLost
 from toolserver.config import Settings
 from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.python.pool import WorkerPool
+from toolserver.python.scheduler import Scheduler
 from toolserver.python.routing import SCIENTIFIC, SLIM, WARM, CallRouter
 from toolserver.python.schema import python_call_from_json, python_tool_spec
 from toolserver.python.sessions import SessionManager
@@ -112,6 +114,7 @@ def response_from_reply(request_id: str, reply: dict[str, Any]) -> pb.ExecuteRes
         error=valid_text(str(reply.get("error", ""))),
         truncated=bool(reply.get("truncated", False)),
         elapsed_us=max(0, int(reply.get("elapsed_us", 0))),
+        queued_us=max(0, int(reply.get("queued_us", 0))),
         python=pb.PythonResult(value=valid_text(str(reply.get("value", ""))), exit_code=int(reply.get("exit_code", 0)),
                                files=fetched_files(reply)),
     )
@@ -193,16 +196,18 @@ class PythonExecutor(Tool):
         return response_from_reply(request_id, await self.run_stateless(request))
 
     async def run_stateless(self, request: CallRequest) -> dict[str, Any]:
-        """The reply of the worker class the router picks (warm where that class is off);
-        a call a slim worker hands back runs again on a warm one."""
+        """The reply of a worker of the class the router picks (or of one that runs it
+        too, when the scheduler lends one); a call a slim worker hands back runs again on
+        a warm one."""
         assert self.pool is not None
-        route = self.router.route(request.code)
-        if route != WARM and route in self.pools:
-            reply = await self.pools[route].run(request)
-            if reply.get("outcome") != "REROUTE" or route != SLIM:
-                return self.checked(reply)
+        scheduler = self.pool.scheduler
+        reply = await scheduler.run(self.router.route(request.code), request)
+        if reply.get("outcome") == "REROUTE" and SLIM in self.pools:
             self.rerouted += 1
-        return self.checked(await self.pool.run(request))
+            queued_us = reply.get("queued_us", 0)
+            reply = await scheduler.run(WARM, request)
+            reply["queued_us"] = reply.get("queued_us", 0) + queued_us
+        return self.checked(reply)
 
     @staticmethod
     def checked(reply: dict[str, Any]) -> dict[str, Any]:
@@ -220,24 +225,31 @@ def pool_status(pool: WorkerPool) -> str:
 async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonExecutor:
     """The python tool: started worker pools (warm; slim and scientific unless they are
     off) and session manager once the sandbox is proven, else one that refuses calls (the
-    state says why). Slots in order: warm workers, sessions, slim workers, scientific ones."""
+    state says why). Slots in order: warm workers, sessions, slim workers, scientific ones,
+    the spare ones the pools grow onto."""
     settings, state = context.settings, context.state
     python = settings.python
     classes = {WARM: (context.jails.worker, context.slots.take(python.warm_count()))}
     session_slots = context.slots.take(settings.sessions.max_sessions)
     classes[SLIM] = (context.jails.slim_worker, context.slots.take(python.slim_count()))
     classes[SCIENTIFIC] = (context.jails.scientific_worker, context.slots.take(python.scientific_count()))
+    spare = context.slots.take(settings.extra_worker_slots())
     if not state.serving:
         return PythonExecutor(settings, {}, None)
+    scheduler = Scheduler(spare, max_queue=python.max_queue, idle_shrink_s=python.extra_idle_s)
+    slot_cgroups = SlotCgroups(context.cgroups)
+    stack.callback(slot_cgroups.remove_all)
     pools = {}
     for name, (spec, slots) in classes.items():
         if slots:
             pool = WorkerPool(spec, slots, max_queue=python.max_queue, grace_s=python.worker_grace_s,
-                              recycle_after=python.recycle_after, cgroups=context.cgroups)
+                              recycle_after=python.recycle_after, name=name, scheduler=scheduler,
+                              slot_cgroups=slot_cgroups)
             stack.push_async_callback(pool.close)
             pools[name] = pool
     try:
         await asyncio.gather(*(pool.start() for pool in pools.values()))
+        scheduler.start()
         for name, pool in pools.items():
             for profile, rules in python.import_profiles.items():
                 if rules.denied_imports:

@@ -1,9 +1,11 @@
-"""Pool policy for jailed zygotes: how many, who gets one, when one is replaced.
+"""One class of jailed zygotes: starting them, running a call on one, replacing them.
 
 Each worker owns one slot for its whole life; a replacement reuses the slot only after
 everything the old worker's uid ran is dead and its scratch is wiped. A call whose
 worker dies or hangs is answered CRASHED, and the worker is replaced in the background.
-Calls wait in a bounded queue; past it they are refused at once with `Exhausted`.
+Which call a free worker takes, and when a pool grows past its base slots or gives an
+extra worker's slot back, is the scheduler's (`toolserver/python/scheduler.py`); a pool
+made without one has a scheduler of its own.
 """
 
 from __future__ import annotations
@@ -21,10 +23,49 @@ from sandbox.cgroups import MemoryCgroups, SlotCgroups
 from sandbox.jail import Slot
 from sandbox.slots import kill_slot_processes, prepare_scratch
 from sandbox.worker import WorkerLost, Zygote, ZygoteSpec
-from toolserver.errors import Exhausted, Unavailable
+from toolserver.errors import Unavailable
+from toolserver.python.routing import WARM
+from toolserver.python.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 RECYCLE_SPREAD = 0.25  # a worker is recycled after recycle_after calls, give or take this share
+
+
+DEMOTIONS = ((0.25, 5), (1.0, 12), (2.0, 19))  # (seconds a call has run, nice of its jail): a loop
+                                              # burns to its limit at a falling CPU weight and does
+                                              # not slow the short calls beside it
+RESTORE_BEFORE_S = 0.2  # full weight again this long before the call's limit, so that its stop
+                        # (the zygote's signal, the program's flush, the reply) is not delayed
+
+
+class CpuDemotion:
+    """Lowers a running call's CPU weight step by step (DEMOTIONS), gives it back just
+    before the call's time limit, and when the call ends, before the next call."""
+
+    def __init__(self, worker: Zygote, timeout_s: float) -> None:
+        self.worker = worker
+        self.loop = asyncio.get_running_loop()
+        self.started = self.loop.time()
+        restore_at = timeout_s - RESTORE_BEFORE_S
+        steps = [(after_s, nice) for after_s, nice in DEMOTIONS if after_s < restore_at]
+        self.steps = iter(steps + [(restore_at, 0)] if steps else [])
+        self.handle: asyncio.TimerHandle | None = None
+        self._schedule()
+
+    def _schedule(self) -> None:
+        step = next(self.steps, None)
+        if step is not None:
+            self.handle = self.loop.call_at(self.started + step[0], self._apply, step[1])
+
+    def _apply(self, nice: int) -> None:
+        self.worker.set_cpu_nice(nice)
+        self._schedule()
+
+    def end(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+        if self.worker.cpu_nice:
+            self.worker.set_cpu_nice(0)
 
 
 @dataclass
@@ -34,67 +75,40 @@ class PoolStats:
     waiting: int
     restarts: int
     calls: int
-
-
-class IdleWorkers:
-    """Idle workers, each handed to the call that has waited longest. (asyncio.Queue lets
-    a call that arrives as a worker frees take it ahead of the one it was meant for,
-    which goes back to the end of the line: under load the slowest calls waited twice.)"""
-
-    def __init__(self) -> None:
-        self._idle: collections.deque[Zygote] = collections.deque()
-        self._waiters: collections.deque[asyncio.Future[Zygote]] = collections.deque()
-
-    def qsize(self) -> int:
-        return len(self._idle)
-
-    def empty(self) -> bool:
-        return not self._idle
-
-    def put(self, worker: Zygote) -> None:
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(worker)
-                return
-        self._idle.append(worker)
-
-    async def get(self) -> Zygote:
-        if self._idle:  # then nobody waits: put hands a worker to a waiter first
-            return self._idle.popleft()
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        try:
-            return await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self.put(waiter.result())  # handed over just as the caller went away: pass it on
-            raise
+    extra: int = 0  # workers started past the base size
 
 
 class WorkerPool:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_queue: int, grace_s: float,
-                 recycle_after: int, cgroups: MemoryCgroups | None = None) -> None:
+                 recycle_after: int, cgroups: MemoryCgroups | None = None, name: str = WARM,
+                 scheduler: Scheduler | None = None, slot_cgroups: SlotCgroups | None = None) -> None:
+        """slots: the base ones, each with a worker for the pool's whole life; the
+        scheduler may start extra workers on its spare slots (grow)."""
         if not slots:
             raise ValueError("a worker pool needs at least one slot")
         self.spec = spec
         self.slots = slots
-        self.max_queue = max_queue
+        self.name = name
         self.grace_s = grace_s
         self.recycle_after = recycle_after
         self.restarts = 0
         self.calls = 0
-        self._idle = IdleWorkers()
-        self._waiting = 0
+        self.idle: collections.deque[Zygote] = collections.deque()
+        self._idle_since: dict[Zygote, float] = {}
+        self._busy: dict[Zygote, tuple[float, float]] = {}  # worker -> (call started, its limit ends)
+        self._base = {slot.name for slot in slots}
         self._closed = False
         self._background: set[asyncio.Task[Any]] = set()
         self._workers: set[Zygote] = set()
         self._recycle_at: dict[Zygote, int] = {}  # calls after which each worker is replaced
-        self._slot_cgroups = SlotCgroups(cgroups)
+        self._slot_cgroups = slot_cgroups or SlotCgroups(cgroups)
+        self._owns_cgroups = slot_cgroups is None
+        self.scheduler = scheduler or Scheduler(max_queue=max_queue)
+        self.scheduler.add(name, self)
         self.last_error = ""
 
     async def start(self) -> None:
-        """Starts every worker; raises WorkerLost if none could start."""
+        """Starts every base worker; raises WorkerLost if none could start."""
         results = await asyncio.gather(*(self._start_worker(slot) for slot in self.slots), return_exceptions=True)
         failures = [r for r in results if isinstance(r, BaseException)]
         for slot, result in zip(self.slots, results):
@@ -118,8 +132,33 @@ class WorkerPool:
             raise Unavailable("pool closed")
         self._workers.add(worker)
         self._recycle_at[worker] = max(1, round(self.recycle_after * random.uniform(1 - RECYCLE_SPREAD, 1 + RECYCLE_SPREAD)))
-        self._idle.put(worker)
+        self.scheduler.release(self, worker)
         return worker
+
+    async def grow(self, slot: Slot) -> bool:
+        """Starts an extra worker on a spare slot; False when it could not start."""
+        try:
+            await self._start_worker(slot)
+            return True
+        except (WorkerLost, OSError, Unavailable) as exc:
+            log.warning("extra worker on %s failed to start: %s", slot.name, exc)
+            return False
+
+    def idle_extras(self, idle_before: float) -> list[Zygote]:
+        """Takes out of the idle ones the extra workers idle since before idle_before."""
+        found = [worker for worker in self.idle
+                 if worker.slot.name not in self._base and self._idle_since.get(worker, idle_before) < idle_before]
+        for worker in found:
+            self.idle.remove(worker)
+        return found
+
+    async def retire(self, worker: Zygote) -> None:
+        """Stops a worker for good; its slot is left with nothing running as its uid."""
+        self._workers.discard(worker)
+        self._recycle_at.pop(worker, None)
+        self._idle_since.pop(worker, None)
+        await worker.kill()
+        await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, worker.slot)
 
     async def _restart_slot(self, slot: Slot) -> None:
         delay = 0.1
@@ -139,59 +178,78 @@ class WorkerPool:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
+    def replace_later(self, worker: Zygote) -> None:
+        self._spawn(self._replace(worker))
+
     async def _replace(self, worker: Zygote) -> None:
+        self._busy.pop(worker, None)
         self._workers.discard(worker)
         self._recycle_at.pop(worker, None)
+        self._idle_since.pop(worker, None)
         await worker.kill()
         self.restarts += 1
         await self._restart_slot(worker.slot)
 
+    def put_idle(self, worker: Zygote) -> None:
+        self._busy.pop(worker, None)
+        self.idle.append(worker)
+        self._idle_since[worker] = time.monotonic()
+
+    def take_idle(self) -> Zygote:
+        """The worker that ran last (the others stay idle long enough for extras to
+        shrink), busy from now on."""
+        worker = self.idle.pop()
+        now = time.monotonic()
+        self._busy[worker] = (now, now)
+        return worker
+
+    def held(self, now: float, held_s: float) -> bool:
+        """Whether no worker is idle and every call running has run for held_s or more."""
+        return not self.idle and all(now - started >= held_s for started, _ in self._busy.values())
+
+    def busy_until(self) -> list[float]:
+        """When each running call's time limit ends."""
+        return [ends for _, ends in self._busy.values()]
+
     def stats(self) -> PoolStats:
-        return PoolStats(size=len(self._workers), idle=self._idle.qsize(), waiting=self._waiting,
-                         restarts=self.restarts, calls=self.calls)
+        return PoolStats(size=len(self._workers), idle=len(self.idle), waiting=self.scheduler.waiting_for(self.name),
+                         restarts=self.restarts, calls=self.calls, extra=sum(
+                             1 for worker in self._workers if worker.slot.name not in self._base))
 
     async def run(self, request: CallRequest) -> dict[str, Any]:
-        """Runs one call on the next free worker and returns the zygote's reply; refuses
-        at once (Exhausted) when max_queue calls already wait, from streams or not."""
-        if self._closed:
-            raise Unavailable("server is shutting down")
-        if self._idle.empty() and self._waiting >= self.max_queue:
-            raise Exhausted(f"python queue is full ({self.max_queue} calls waiting)")
-        self._waiting += 1
-        try:
-            worker = await self._idle.get()
-            while not worker.alive:  # died while idle: replace it, take the next
-                self._spawn(self._replace(worker))
-                worker = await self._idle.get()
-        finally:
-            self._waiting -= 1
-        # The worker's turn runs to its end even if the caller goes away, so the
-        # worker is never left between a request and its reply.
-        turn = asyncio.get_running_loop().create_task(self._turn(worker, request))
-        return await asyncio.shield(turn)
+        """Runs one call on a worker of this pool."""
+        return await self.scheduler.run(self.name, request, borrow=False)
 
-    async def _turn(self, worker: Zygote, request: CallRequest) -> dict[str, Any]:
+    async def turn(self, worker: Zygote, request: CallRequest) -> dict[str, Any]:
+        """Runs request on worker, which the scheduler handed to it, and frees the worker."""
         self.calls += 1
         started = time.monotonic()
+        timeout_s = request.limits.timeout_ms / 1000.0
+        self._busy[worker] = (started, started + timeout_s)
+        demotion = CpuDemotion(worker, timeout_s)
         try:
-            reply = await worker.run(request, request.limits.timeout_ms / 1000.0 + self.grace_s)
+            reply = await worker.run(request, timeout_s + self.grace_s)
         except WorkerLost as exc:
             log.warning("worker %s lost during call %s: %s", worker.slot.name, request.id, exc)
-            self._spawn(self._replace(worker))
+            self.replace_later(worker)
             return crashed_reply(request.id, f"sandbox worker was lost: {exc}", time.monotonic() - started)
+        finally:
+            demotion.end()
         if worker.calls >= self._recycle_at.get(worker, self.recycle_after) or self._closed:
-            self._spawn(self._replace(worker))
+            self.replace_later(worker)
         else:
-            self._idle.put(worker)
+            self.scheduler.release(self, worker)
         return reply
 
     async def close(self) -> None:
         self._closed = True
+        await self.scheduler.close()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*(w.kill() for w in list(self._workers)), return_exceptions=True)
         self._workers.clear()
-        self._slot_cgroups.remove_all()
+        if self._owns_cgroups:
+            self._slot_cgroups.remove_all()
 
 
 def crashed_reply(request_id: str, error: str, elapsed_s: float) -> dict[str, Any]:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etoolserver/v1/toolserver.proto\x12\rtoolserver.v1\"\xff\x01\n\x0e\x45xecuteRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12+\n\x06python\x18\x02 \x01(\x0b\x32\x19.toolserver.v1.PythonCallH\x00\x12+\n\x06search\x18\x03 \x01(\x0b\x32\x19.toolserver.v1.SearchCallH\x00\x12\'\n\x04lean\x18\x04 \x01(\x0b\x32\x17.toolserver.v1.LeanCallH\x00\x12\'\n\x04json\x18\x05 \x01(\x0b\x32\x17.toolserver.v1.JsonCallH\x00\x12%\n\x06limits\x18\x06 \x01(\x0b\x32\x15.toolserver.v1.LimitsB\x06\n\x04\x63\x61ll\"I\n\x06Limits\x12\x12\n\ntimeout_ms\x18\x01 \x01(\r\x12\x11\n\tmemory_mb\x18\x02 \x01(\r\x12\x18\n\x10max_output_bytes\x18\x03 \x01(\r\"\xb5\x01\n\nPythonCall\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05stdin\x18\x03 \x01(\t\x12\x33\n\x05\x66iles\x18\x04 \x03(\x0b\x32$.toolserver.v1.PythonCall.FilesEntry\x12\x13\n\x0b\x66\x65tch_files\x18\x05 \x03(\t\x1a,\n\nFilesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"9\n\nSearchCall\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\t\x12\r\n\x05top_k\x18\x03 \x01(\r\"(\n\x08LeanCall\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0e\n\x06header\x18\x02 \x01(\t\"+\n\x08JsonCall\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\t\"\xb7\x02\n\x0f\x45xecuteResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\'\n\x07outcome\x18\x02 \x01(\x0e\x32\x16.toolserver.v1.Outcome\x12\x0e\n\x06stdout\x18\x03 \x01(\t\x12\x0e\n\x06stderr\x18\x04 \x01(\t\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x11\n\ttruncated\x18\x06 \x01(\x08\x12\x12\n\nelapsed_us\x18\x07 \x01(\x04\x12-\n\x06python\x18\n \x01(\x0b\x32\x1b.toolserver.v1.PythonResultH\x00\x12-\n\x06search\x18\x0b \x01(\x0b\x32\x1b.toolserver.v1.SearchResultH\x00\x12)\n\x04lean\x18\x0c \x01(\x0b\x32\x19.toolserver.v1.LeanResultH\x00\x42\x08\n\x06result\"\x95\x01\n\x0cPythonResult\x12\r\n\x05value\x18\x01 \x01(\t\x12\x11\n\texit_code\x18\x02 \x01(\x05\x12\x35\n\x05\x66iles\x18\x03 \x03(\x0b\x32&.toolserver.v1.PythonResult.FilesEntry\x1a,\n\nFilesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"6\n\x0cSearchResult\x12&\n\x04hits\x18\x01 \x03(\x0b\x32\x18.toolserver.v1.SearchHit\"C\n\tSearchHit\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x02\"]\n\nLeanResult\x12\x10\n\x08\x63omplete\x18\x01 \x01(\x08\x12,\n\x08messages\x18\x02 \x03(\x0b\x32\x1a.toolserver.v1.LeanMessage\x12\x0f\n\x07sorries\x18\x03 \x01(\r\"K\n\x0bLeanMessage\x12\x10\n\x08severity\x18\x01 \x01(\t\x12\x0c\n\x04line\x18\x02 \x01(\r\x12\x0e\n\x06\x63olumn\x18\x03 \x01(\r\x12\x0c\n\x04text\x18\x04 \x01(\t\"\x12\n\x10ListToolsRequest\";\n\x11ListToolsResponse\x12&\n\x05tools\x18\x01 \x03(\x0b\x32\x17.toolserver.v1.ToolSpec\"A\n\x08ToolSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\t\";\n\x12OpenSessionRequest\x12%\n\x06limits\x18\x01 \x01(\x0b\x32\x15.toolserver.v1.Limits\"F\n\x07Session\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0eidle_timeout_s\x18\x02 \x01(\r\x12\x0f\n\x07replica\x18\x03 \x01(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"\x13\n\x11ServerInfoRequest\"8\n\x0cSandboxCheck\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"=\n\nToolStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tavailable\x18\x02 \x01(\x08\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\xd3\x01\n\nServerInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0f\n\x07serving\x18\x02 \x01(\x08\x12\x18\n\x10sandbox_verified\x18\x03 \x01(\x08\x12\x10\n\x08insecure\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12+\n\x06\x63hecks\x18\x06 \x03(\x0b\x32\x1b.toolserver.v1.SandboxCheck\x12(\n\x05tools\x18\x07 \x03(\x0b\x32\x19.toolserver.v1.ToolStatus\x12\x10\n\x08\x64raining\x18\x08 \x01(\x08*z\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x06\n\x02OK\x10\x01\x12\t\n\x05\x45RROR\x10\x02\x12\x0b\n\x07TIMEOUT\x10\x03\x12\x10\n\x0cMEMORY_LIMIT\x10\x04\x12\n\n\x06\x44\x45NIED\x10\x05\x12\x0b\n\x07\x43RASHED\x10\x06\x12\x0b\n\x07INVALID\x10\x07\x32\xeb\x03\n\nToolServer\x12H\n\x07\x45xecute\x12\x1d.toolserver.v1.ExecuteRequest\x1a\x1e.toolserver.v1.ExecuteResponse\x12R\n\rExecuteStream\x12\x1d.toolserver.v1.ExecuteRequest\x1a\x1e.toolserver.v1.ExecuteResponse(\x01\x30\x01\x12N\n\tListTools\x12\x1f.toolserver.v1.ListToolsRequest\x1a .toolserver.v1.ListToolsResponse\x12H\n\x0bOpenSession\x12!.toolserver.v1.OpenSessionRequest\x1a\x16.toolserver.v1.Session\x12W\n\x0c\x43loseSession\x12\".toolserver.v1.CloseSessionRequest\x1a#.toolserver.v1.CloseSessionResponse\x12L\n\rGetServerInfo\x12 .toolserver.v1.ServerInfoRequest\x1a\x19.toolserver.v1.ServerInfob\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1etoolserver/v1/toolserver.proto\x12\rtoolserver.v1\"\xff\x01\n\x0e\x45xecuteRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12+\n\x06python\x18\x02 \x01(\x0b\x32\x19.toolserver.v1.PythonCallH\x00\x12+\n\x06search\x18\x03 \x01(\x0b\x32\x19.toolserver.v1.SearchCallH\x00\x12\'\n\x04lean\x18\x04 \x01(\x0b\x32\x17.toolserver.v1.LeanCallH\x00\x12\'\n\x04json\x18\x05 \x01(\x0b\x32\x17.toolserver.v1.JsonCallH\x00\x12%\n\x06limits\x18\x06 \x01(\x0b\x32\x15.toolserver.v1.LimitsB\x06\n\x04\x63\x61ll\"I\n\x06Limits\x12\x12\n\ntimeout_ms\x18\x01 \x01(\r\x12\x11\n\tmemory_mb\x18\x02 \x01(\r\x12\x18\n\x10max_output_bytes\x18\x03 \x01(\r\"\xb5\x01\n\nPythonCall\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x12\n\nsession_id\x18\x02 \x01(\t\x12\r\n\x05stdin\x18\x03 \x01(\t\x12\x33\n\x05\x66iles\x18\x04 \x03(\x0b\x32$.toolserver.v1.PythonCall.FilesEntry\x12\x13\n\x0b\x66\x65tch_files\x18\x05 \x03(\t\x1a,\n\nFilesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"9\n\nSearchCall\x12\r\n\x05query\x18\x01 \x01(\t\x12\r\n\x05index\x18\x02 \x01(\t\x12\r\n\x05top_k\x18\x03 \x01(\r\"(\n\x08LeanCall\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0e\n\x06header\x18\x02 \x01(\t\"+\n\x08JsonCall\x12\x0c\n\x04tool\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\t\"\xca\x02\n\x0f\x45xecuteResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\'\n\x07outcome\x18\x02 \x01(\x0e\x32\x16.toolserver.v1.Outcome\x12\x0e\n\x06stdout\x18\x03 \x01(\t\x12\x0e\n\x06stderr\x18\x04 \x01(\t\x12\r\n\x05\x65rror\x18\x05 \x01(\t\x12\x11\n\ttruncated\x18\x06 \x01(\x08\x12\x12\n\nelapsed_us\x18\x07 \x01(\x04\x12\x11\n\tqueued_us\x18\x08 \x01(\x04\x12-\n\x06python\x18\n \x01(\x0b\x32\x1b.toolserver.v1.PythonResultH\x00\x12-\n\x06search\x18\x0b \x01(\x0b\x32\x1b.toolserver.v1.SearchResultH\x00\x12)\n\x04lean\x18\x0c \x01(\x0b\x32\x19.toolserver.v1.LeanResultH\x00\x42\x08\n\x06result\"\x95\x01\n\x0cPythonResult\x12\r\n\x05value\x18\x01 \x01(\t\x12\x11\n\texit_code\x18\x02 \x01(\x05\x12\x35\n\x05\x66iles\x18\x03 \x03(\x0b\x32&.toolserver.v1.PythonResult.FilesEntry\x1a,\n\nFilesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x0c:\x02\x38\x01\"6\n\x0cSearchResult\x12&\n\x04hits\x18\x01 \x03(\x0b\x32\x18.toolserver.v1.SearchHit\"C\n\tSearchHit\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05title\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x02\"]\n\nLeanResult\x12\x10\n\x08\x63omplete\x18\x01 \x01(\x08\x12,\n\x08messages\x18\x02 \x03(\x0b\x32\x1a.toolserver.v1.LeanMessage\x12\x0f\n\x07sorries\x18\x03 \x01(\r\"K\n\x0bLeanMessage\x12\x10\n\x08severity\x18\x01 \x01(\t\x12\x0c\n\x04line\x18\x02 \x01(\r\x12\x0e\n\x06\x63olumn\x18\x03 \x01(\r\x12\x0c\n\x04text\x18\x04 \x01(\t\"\x12\n\x10ListToolsRequest\";\n\x11ListToolsResponse\x12&\n\x05tools\x18\x01 \x03(\x0b\x32\x17.toolserver.v1.ToolSpec\"A\n\x08ToolSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x12\n\nparameters\x18\x03 \x01(\t\";\n\x12OpenSessionRequest\x12%\n\x06limits\x18\x01 \x01(\x0b\x32\x15.toolserver.v1.Limits\"F\n\x07Session\x12\x12\n\nsession_id\x18\x01 \x01(\t\x12\x16\n\x0eidle_timeout_s\x18\x02 \x01(\r\x12\x0f\n\x07replica\x18\x03 \x01(\t\")\n\x13\x43loseSessionRequest\x12\x12\n\nsession_id\x18\x01 \x01(\t\"\x16\n\x14\x43loseSessionResponse\"\x13\n\x11ServerInfoRequest\"8\n\x0cSandboxCheck\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\n\n\x02ok\x18\x02 \x01(\x08\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"=\n\nToolStatus\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tavailable\x18\x02 \x01(\x08\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\xd3\x01\n\nServerInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0f\n\x07serving\x18\x02 \x01(\x08\x12\x18\n\x10sandbox_verified\x18\x03 \x01(\x08\x12\x10\n\x08insecure\x18\x04 \x01(\x08\x12\x0e\n\x06reason\x18\x05 \x01(\t\x12+\n\x06\x63hecks\x18\x06 \x03(\x0b\x32\x1b.toolserver.v1.SandboxCheck\x12(\n\x05tools\x18\x07 \x03(\x0b\x32\x19.toolserver.v1.ToolStatus\x12\x10\n\x08\x64raining\x18\x08 \x01(\x08*z\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x06\n\x02OK\x10\x01\x12\t\n\x05\x45RROR\x10\x02\x12\x0b\n\x07TIMEOUT\x10\x03\x12\x10\n\x0cMEMORY_LIMIT\x10\x04\x12\n\n\x06\x44\x45NIED\x10\x05\x12\x0b\n\x07\x43RASHED\x10\x06\x12\x0b\n\x07INVALID\x10\x07\x32\xeb\x03\n\nToolServer\x12H\n\x07\x45xecute\x12\x1d.toolserver.v1.ExecuteRequest\x1a\x1e.toolserver.v1.ExecuteResponse\x12R\n\rExecuteStream\x12\x1d.toolserver.v1.ExecuteRequest\x1a\x1e.toolserver.v1.ExecuteResponse(\x01\x30\x01\x12N\n\tListTools\x12\x1f.toolserver.v1.ListToolsRequest\x1a .toolserver.v1.ListToolsResponse\x12H\n\x0bOpenSession\x12!.toolserver.v1.OpenSessionRequest\x1a\x16.toolserver.v1.Session\x12W\n\x0c\x43loseSession\x12\".toolserver.v1.CloseSessionRequest\x1a#.toolserver.v1.CloseSessionResponse\x12L\n\rGetServerInfo\x12 .toolserver.v1.ServerInfoRequest\x1a\x19.toolserver.v1.ServerInfob\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,8 +35,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PYTHONCALL_FILESENTRY']._serialized_options = b'8\001'
   _globals['_PYTHONRESULT_FILESENTRY']._loaded_options = None
   _globals['_PYTHONRESULT_FILESENTRY']._serialized_options = b'8\001'
-  _globals['_OUTCOME']._serialized_start=2179
-  _globals['_OUTCOME']._serialized_end=2301
+  _globals['_OUTCOME']._serialized_start=2198
+  _globals['_OUTCOME']._serialized_end=2320
   _globals['_EXECUTEREQUEST']._serialized_start=50
   _globals['_EXECUTEREQUEST']._serialized_end=305
   _globals['_LIMITS']._serialized_start=307
@@ -52,41 +52,41 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_JSONCALL']._serialized_start=667
   _globals['_JSONCALL']._serialized_end=710
   _globals['_EXECUTERESPONSE']._serialized_start=713
-  _globals['_EXECUTERESPONSE']._serialized_end=1024
-  _globals['_PYTHONRESULT']._serialized_start=1027
-  _globals['_PYTHONRESULT']._serialized_end=1176
+  _globals['_EXECUTERESPONSE']._serialized_end=1043
+  _globals['_PYTHONRESULT']._serialized_start=1046
+  _globals['_PYTHONRESULT']._serialized_end=1195
   _globals['_PYTHONRESULT_FILESENTRY']._serialized_start=520
   _globals['_PYTHONRESULT_FILESENTRY']._serialized_end=564
-  _globals['_SEARCHRESULT']._serialized_start=1178
-  _globals['_SEARCHRESULT']._serialized_end=1232
-  _globals['_SEARCHHIT']._serialized_start=1234
-  _globals['_SEARCHHIT']._serialized_end=1301
-  _globals['_LEANRESULT']._serialized_start=1303
-  _globals['_LEANRESULT']._serialized_end=1396
-  _globals['_LEANMESSAGE']._serialized_start=1398
-  _globals['_LEANMESSAGE']._serialized_end=1473
-  _globals['_LISTTOOLSREQUEST']._serialized_start=1475
-  _globals['_LISTTOOLSREQUEST']._serialized_end=1493
-  _globals['_LISTTOOLSRESPONSE']._serialized_start=1495
-  _globals['_LISTTOOLSRESPONSE']._serialized_end=1554
-  _globals['_TOOLSPEC']._serialized_start=1556
-  _globals['_TOOLSPEC']._serialized_end=1621
-  _globals['_OPENSESSIONREQUEST']._serialized_start=1623
-  _globals['_OPENSESSIONREQUEST']._serialized_end=1682
-  _globals['_SESSION']._serialized_start=1684
-  _globals['_SESSION']._serialized_end=1754
-  _globals['_CLOSESESSIONREQUEST']._serialized_start=1756
-  _globals['_CLOSESESSIONREQUEST']._serialized_end=1797
-  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1799
-  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1821
-  _globals['_SERVERINFOREQUEST']._serialized_start=1823
-  _globals['_SERVERINFOREQUEST']._serialized_end=1842
-  _globals['_SANDBOXCHECK']._serialized_start=1844
-  _globals['_SANDBOXCHECK']._serialized_end=1900
-  _globals['_TOOLSTATUS']._serialized_start=1902
-  _globals['_TOOLSTATUS']._serialized_end=1963
-  _globals['_SERVERINFO']._serialized_start=1966
-  _globals['_SERVERINFO']._serialized_end=2177
-  _globals['_TOOLSERVER']._serialized_start=2304
-  _globals['_TOOLSERVER']._serialized_end=2795
+  _globals['_SEARCHRESULT']._serialized_start=1197
+  _globals['_SEARCHRESULT']._serialized_end=1251
+  _globals['_SEARCHHIT']._serialized_start=1253
+  _globals['_SEARCHHIT']._serialized_end=1320
+  _globals['_LEANRESULT']._serialized_start=1322
+  _globals['_LEANRESULT']._serialized_end=1415
+  _globals['_LEANMESSAGE']._serialized_start=1417
+  _globals['_LEANMESSAGE']._serialized_end=1492
+  _globals['_LISTTOOLSREQUEST']._serialized_start=1494
+  _globals['_LISTTOOLSREQUEST']._serialized_end=1512
+  _globals['_LISTTOOLSRESPONSE']._serialized_start=1514
+  _globals['_LISTTOOLSRESPONSE']._serialized_end=1573
+  _globals['_TOOLSPEC']._serialized_start=1575
+  _globals['_TOOLSPEC']._serialized_end=1640
+  _globals['_OPENSESSIONREQUEST']._serialized_start=1642
+  _globals['_OPENSESSIONREQUEST']._serialized_end=1701
+  _globals['_SESSION']._serialized_start=1703
+  _globals['_SESSION']._serialized_end=1773
+  _globals['_CLOSESESSIONREQUEST']._serialized_start=1775
+  _globals['_CLOSESESSIONREQUEST']._serialized_end=1816
+  _globals['_CLOSESESSIONRESPONSE']._serialized_start=1818
+  _globals['_CLOSESESSIONRESPONSE']._serialized_end=1840
+  _globals['_SERVERINFOREQUEST']._serialized_start=1842
+  _globals['_SERVERINFOREQUEST']._serialized_end=1861
+  _globals['_SANDBOXCHECK']._serialized_start=1863
+  _globals['_SANDBOXCHECK']._serialized_end=1919
+  _globals['_TOOLSTATUS']._serialized_start=1921
+  _globals['_TOOLSTATUS']._serialized_end=1982
+  _globals['_SERVERINFO']._serialized_start=1985
+  _globals['_SERVERINFO']._serialized_end=2196
+  _globals['_TOOLSERVER']._serialized_start=2323
+  _globals['_TOOLSERVER']._serialized_end=2814
 # @@protoc_insertion_point(module_scope)
