@@ -74,11 +74,12 @@ def mixed_programs(share: float) -> tuple[Program, ...]:
     block, long_calls = 20, round(20 * share)
     every = block / long_calls
     long_at = {int(i * every) for i in range(long_calls)}
-    programs, next_short = [], 0
-    for block_start in range(0, block * len(short), block):
+    programs, next_short, next_long = [], 0, 0
+    for _ in short:
         for position in range(block):
             if position in long_at:
-                programs.append(RUNS_TO_LIMIT[(block_start + position) % 2])
+                programs.append(RUNS_TO_LIMIT[next_long % len(RUNS_TO_LIMIT)])
+                next_long += 1
             else:
                 programs.append(Program(short[next_short % len(short)]))
                 next_short += 1

@@ -27,6 +27,16 @@ def test_bench_unary_stream_and_baseline(server, capsys):
     assert printed.count("<- median") == 4 and "speed-up over a fresh process per call: trivial unary c=1" in printed
 
 
+def test_a_mixed_workload_judges_loops_and_sleeps_right_only_as_time_outs(server, capsys):
+    """mixed10: two of every 20 calls loop or sleep to a 5 s limit; their latency is not
+    the short calls'."""
+    results = run_bench(server.target, [get_workload("mixed10")], 20, [4], baseline_calls=4, modes=("stream",))
+    stream, fresh = results
+    assert stream.failures == 0 and stream.calls == 20 and len(stream.latencies_ms) == 18
+    assert fresh.failures == 0 and len(fresh.latencies_ms) == 3  # its 4 calls: a loop, then 3 short ones
+    assert max(stream.latencies_ms) < 5000
+
+
 def test_the_command_sweeps_workloads_and_writes_figures_and_a_plot(server, tmp_path):
     out, png = tmp_path / "bench.json", tmp_path / "bench.png"
     done = subprocess.run([sys.executable, "-m", "toolserver", "bench", "--target", server.target,

@@ -2,6 +2,7 @@ import sys
 
 import pytest
 
+from toolserver import config
 from toolserver.config import RUNTIME_INTERPRETER, ConfigError, ImportProfile, load_settings
 from toolserver.python.executor import effective_limits
 from toolserver.v1 import toolserver_pb2 as pb
@@ -45,6 +46,17 @@ def test_worker_slots_count_every_worker_class_and_the_self_test():
                             "python.scientific_workers": 1}).worker_slots() == 7
     assert load_settings(**{"python.workers": 3, "python.slim": False}).worker_slots() == 7
     assert load_settings(**{"python.workers": 3, "python.slim": False, "python.scientific": False}).worker_slots() == 4
+
+
+def test_pools_grow_onto_the_slots_nothing_else_takes(monkeypatch):
+    monkeypatch.setattr(config, "machine_memory_mb", lambda: 24 * 1024)
+    settings = load_settings(None, **{"python.workers": 4})  # 13 slots: 12 workers and the self-test
+    assert settings.extra_worker_slots() == 64 - 13 - 4 - 2  # minus the sessions and the Lean REPLs
+    assert load_settings(None, **{"python.workers": 4, "lean.enabled": False}).extra_worker_slots() == 64 - 13 - 4
+    assert load_settings(None, **{"python.workers": 4, "python.max_workers": 20}).extra_worker_slots() == 20 - 12
+    assert load_settings(None, **{"python.workers": 4, "python.max_workers": 8}).extra_worker_slots() == 0
+    monkeypatch.setattr(config, "machine_memory_mb", lambda: 4 * 1024)  # 16 workers at 256 MB each
+    assert load_settings(None, **{"python.workers": 4}).extra_worker_slots() == 16 - 12
 
 
 def test_workers_default_to_two_per_cpu_and_slim_ones_to_as_many(monkeypatch):

@@ -31,3 +31,14 @@ def test_available_cpus_is_the_quota_rounded_up_within_the_cores(monkeypatch, qu
     monkeypatch.setattr(cpus, "cgroup_cpu_quota", lambda: quota)
     cores = len(os.sched_getaffinity(0))
     assert cpus.available_cpus() == (cores if expected is None else min(expected, cores))
+
+
+def test_cpu_meter_counts_work_at_full_weight_only(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 50 100 700 50 0 0 0 0 0\ncpu0 50 25 50 350 25 0 0 0 0 0\n")
+    meter = cpus.CpuMeter(stat)
+    stat.write_text("cpu  160 150 120 740 50 0 0 0 0 0\n")  # +60 user, +100 nice, +20 system, +40 idle
+    assert meter.busy_share() == pytest.approx(80 / 220)
+    assert meter.busy_share() == 1.0  # nothing elapsed: no room is claimed
+    stat.unlink()
+    assert meter.busy_share() == 1.0

@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import itertools
-import logging
 import math
 import time
 from dataclasses import dataclass, field
@@ -35,6 +34,14 @@ from toolserver.deadline import ANSWER_BY
 from toolserver.errors import Busy, Exhausted, Unavailable
 from toolserver.python.routing import SCIENTIFIC, SLIM, WARM
 
+HELD_S = 0.5            # a call running this long holds its worker: others may borrow and grow
+TICK_S = 0.1            # how often waiting calls are looked at again (borrowing, growth, start-by times)
+MAX_STARTS = 8          # extra workers starting at once
+CPU_ROOM = 0.75         # below this share of the CPU busy (at full weight), the CPU has room
+IDLE_SHRINK_S = 30.0    # an extra worker idle this long is stopped and its slot freed
+FAILED_START_PAUSE_S = 5.0  # after an extra worker failed to start, no other starts for this long
+START_MARGIN_S = 1.0    # time between a call's limit and its client's deadline: the kill and the reply
+RUNS_ON = {SLIM: (SLIM, WARM, SCIENTIFIC), WARM: (WARM, SCIENTIFIC), SCIENTIFIC: (SCIENTIFIC, WARM)}
 
 
 class WorkerPool(Protocol):
@@ -51,15 +58,6 @@ class WorkerPool(Protocol):
     async def grow(self, slot: Slot) -> bool: ...
     def idle_extras(self, idle_before: float) -> list[Zygote]: ...
     async def retire(self, worker: Zygote) -> None: ...
-
-log = logging.getLogger(__name__)
-HELD_S = 0.5            # a call running this long holds its worker: others may borrow and grow
-TICK_S = 0.1            # how often waiting calls are looked at again (borrowing, growth, start-by times)
-MAX_STARTS = 8          # extra workers starting at once
-CPU_ROOM = 0.75         # below this share of the CPU busy (at full weight), the CPU has room
-IDLE_SHRINK_S = 30.0    # an extra worker idle this long is stopped and its slot freed
-START_MARGIN_S = 1.0    # time between a call's limit and its client's deadline: the kill and the reply
-RUNS_ON = {SLIM: (SLIM, WARM, SCIENTIFIC), WARM: (WARM, SCIENTIFIC), SCIENTIFIC: (SCIENTIFIC, WARM)}
 
 
 @dataclass(eq=False)
@@ -88,6 +86,7 @@ class Scheduler:
         self._lines: dict[tuple[str, ...], collections.deque[Waiter]] = collections.defaultdict(collections.deque)
         self._seq = itertools.count()
         self._starting: collections.Counter[str] = collections.Counter()
+        self._no_starts_until = 0.0
         self._ticker: asyncio.Task[None] | None = None
         self._cpu = CpuMeter()
         self._cpu_room = False  # as of the last tick
@@ -225,6 +224,8 @@ class Scheduler:
         """Starts extra workers for the calls that wait on held workers, while spare
         slots last: for each class, no more starts than calls waiting for it."""
         now = time.monotonic()
+        if now < self._no_starts_until:
+            return
         for head in self._heads():
             first, *others = head.classes
             pool = self.pools[first]
@@ -241,6 +242,7 @@ class Scheduler:
         try:
             if not await self.pools[name].grow(slot):
                 self.spare.append(slot)
+                self._no_starts_until = time.monotonic() + FAILED_START_PAUSE_S
         finally:
             self._starting[name] -= 1
 
