@@ -19,6 +19,7 @@ from toolserver.deadline import answer_within
 from toolserver.errors import Busy
 from toolserver.python.pool import WorkerPool
 from toolserver.python.routing import SLIM, WARM
+from toolserver.python.cpu_shares import nice_for
 from toolserver.python.scheduler import START_MARGIN_S, Scheduler
 
 SPEC = ZygoteSpec(interpreter=sys.executable, preload=(), jail=JailPolicy(
@@ -134,3 +135,22 @@ async def test_a_call_that_cannot_start_in_time_is_refused_with_a_retry_time(sta
     assert (await slow)["outcome"] == "OK"
     with answer_within(10.0):
         assert (await scheduler.run(WARM, request("4", "in time", timeout_ms=1000)))["value"] == "4"
+
+
+def autogroup_nice(worker) -> int:
+    return int(Path(f"/proc/{worker._process.pid}/autogroup").read_text().split()[-1])
+
+
+async def test_calls_running_long_share_one_calls_cpu_weight(started, sandbox_slots):
+    """Their jails' autogroups are niced while they run long, and reset for the next call."""
+    if not Path("/proc/self/autogroup").exists():
+        pytest.skip("this kernel has no autogroups")
+    scheduler = Scheduler(max_queue=64)
+    pools = await started(scheduler, {WARM: sandbox_slots(3)})
+    loops = asyncio.gather(*(scheduler.run(WARM, request("while True: pass", f"l{i}", timeout_ms=2500))
+                             for i in range(3)))
+    await asyncio.sleep(1.2)
+    workers = list(pools[WARM]._busy)
+    assert len(workers) == 3 and [autogroup_nice(worker) for worker in workers] == [nice_for(3)] * 3
+    assert all(reply["outcome"] == "TIMEOUT" for reply in await loops)
+    assert [autogroup_nice(worker) for worker in workers] == [0, 0, 0]

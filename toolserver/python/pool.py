@@ -31,43 +31,6 @@ log = logging.getLogger(__name__)
 RECYCLE_SPREAD = 0.25  # a worker is recycled after recycle_after calls, give or take this share
 
 
-DEMOTIONS = ((0.25, 5), (1.0, 12), (2.0, 19))  # (seconds a call has run, nice of its jail): a loop
-                                              # burns to its limit at a falling CPU weight and does
-                                              # not slow the short calls beside it
-RESTORE_BEFORE_S = 0.2  # full weight again this long before the call's limit, so that its stop
-                        # (the zygote's signal, the program's flush, the reply) is not delayed
-
-
-class CpuDemotion:
-    """Lowers a running call's CPU weight step by step (DEMOTIONS), gives it back just
-    before the call's time limit, and when the call ends, before the next call."""
-
-    def __init__(self, worker: Zygote, timeout_s: float) -> None:
-        self.worker = worker
-        self.loop = asyncio.get_running_loop()
-        self.started = self.loop.time()
-        restore_at = timeout_s - RESTORE_BEFORE_S
-        steps = [(after_s, nice) for after_s, nice in DEMOTIONS if after_s < restore_at]
-        self.steps = iter(steps + [(restore_at, 0)] if steps else [])
-        self.handle: asyncio.TimerHandle | None = None
-        self._schedule()
-
-    def _schedule(self) -> None:
-        step = next(self.steps, None)
-        if step is not None:
-            self.handle = self.loop.call_at(self.started + step[0], self._apply, step[1])
-
-    def _apply(self, nice: int) -> None:
-        self.worker.set_cpu_nice(nice)
-        self._schedule()
-
-    def end(self) -> None:
-        if self.handle is not None:
-            self.handle.cancel()
-        if self.worker.cpu_nice:
-            self.worker.set_cpu_nice(0)
-
-
 @dataclass
 class PoolStats:
     size: int
@@ -226,7 +189,7 @@ class WorkerPool:
         started = time.monotonic()
         timeout_s = request.limits.timeout_ms / 1000.0
         self._busy[worker] = (started, started + timeout_s)
-        demotion = CpuDemotion(worker, timeout_s)
+        self.scheduler.shares.started(worker, timeout_s)
         try:
             reply = await worker.run(request, timeout_s + self.grace_s)
         except WorkerLost as exc:
@@ -234,7 +197,7 @@ class WorkerPool:
             self.replace_later(worker)
             return crashed_reply(request.id, f"sandbox worker was lost: {exc}", time.monotonic() - started)
         finally:
-            demotion.end()
+            self.scheduler.shares.ended(worker)
         if worker.calls >= self._recycle_at.get(worker, self.recycle_after) or self._closed:
             self.replace_later(worker)
         else:

@@ -31,6 +31,7 @@ from sandbox.jail import Slot
 from sandbox.worker import Zygote
 from toolserver.cpus import CpuMeter
 from toolserver.deadline import ANSWER_BY
+from toolserver.python.cpu_shares import CpuShares
 from toolserver.errors import Busy, Exhausted, Unavailable
 from toolserver.python.routing import SCIENTIFIC, SLIM, WARM
 
@@ -73,6 +74,7 @@ class Scheduler:
     def __init__(self, spare: list[Slot] | None = None, *, max_queue: int, held_s: float = HELD_S,
                  max_starts: int = MAX_STARTS, idle_shrink_s: float = IDLE_SHRINK_S) -> None:
         self.pools: dict[str, WorkerPool] = {}
+        self.shares = CpuShares()  # the CPU weight of the calls running long, across the classes
         self.spare = list(spare or [])
         self.max_queue = max_queue
         self.held_s = held_s
