@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from toolserver.bench_peers import bench_peer
+from toolserver.bench_peers import PEER_APIS, bench_peer
 from toolserver.bench_workloads import Program, Workload
 from toolserver.client import AsyncToolClient, ToolServerError, python_request
 from toolserver.v1 import toolserver_pb2 as pb
@@ -125,8 +125,7 @@ async def bench_unary(target: str, workload: Workload, calls: int, concurrency: 
 
 def bench_peer_api(name: str, url: str, workload: Workload, calls: int, concurrency: int) -> BenchResult:
     """The same programs through a peer's HTTP API, C callers at a time."""
-    codes = [program.code for program in programs_for(workload, calls)]
-    failures, seconds, latencies = asyncio.run(bench_peer(name, url, codes, concurrency))
+    failures, seconds, latencies = asyncio.run(bench_peer(name, url, programs_for(workload, calls), concurrency))
     return BenchResult(workload.name, name, concurrency, calls, failures, seconds, latencies)
 
 
@@ -222,8 +221,8 @@ def run_bench(target: str, workloads: Sequence[Workload], calls: int, concurrenc
         runners[name] = lambda w, n, c, name=name, url=url: bench_peer_api(name, url, w, max(peer_calls or n, c), c)
     for workload in workloads:
         for mode, runner in runners.items():
-            if workload.mixed and mode not in kinds:
-                print(f"{workload.name} {mode}: not sent (a peer's time limit is not set per program here)")
+            if workload.mixed and mode in PEER_APIS and not PEER_APIS[mode].limit_per_call:
+                print(f"{workload.name} {mode}: not sent (its API sets no time limit per call)")
                 continue
             for c in concurrency:
                 runs = []

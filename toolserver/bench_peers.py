@@ -5,7 +5,9 @@ A peer is named by its API: `sandbox-fusion` (SandboxFusion's `POST /run_code`, 
 verl's sandbox tools send) and `code-judge` (code-judge's `POST /run`, rStar2-Agent's
 tool service). This server's own HTTP fronts speak both, so `--peer` can also measure it
 through the very API a peer serves. A call counts as a failure unless the peer says the
-program ran and exited 0.
+program ran and exited 0, or, for a program that loops or sleeps to its limit, that it
+timed out near that limit (SandboxFusion's API carries each call's `run_timeout`;
+code-judge's has no per-call limit, so mixed workloads are not sent to it).
 """
 
 from __future__ import annotations
@@ -15,34 +17,44 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
+from toolserver.bench_workloads import Program
+
 CALL_TIMEOUT_S = 60.0
+Ran = tuple[bool, bool, float]  # (ran and exited 0, timed out, seconds it ran)
 
 
 @dataclass(frozen=True)
 class PeerApi:
-    """One HTTP API: where a program goes, the body that carries it, and whether the
-    reply says it ran and exited 0."""
+    """One HTTP API: where a program goes, the body that carries it, what the reply says
+    of its run, and whether a call can carry its own time limit."""
 
     path: str
-    body: Callable[[str], dict[str, Any]]
-    succeeded: Callable[[Any], bool]
+    body: Callable[[Program], dict[str, Any]]
+    ran: Callable[[Any], Ran]
+    limit_per_call: bool
 
 
-def sandbox_fusion_succeeded(reply: Any) -> bool:
-    if not isinstance(reply, dict) or reply.get("status") != "Success":
-        return False
-    run = reply.get("run_result")
-    return isinstance(run, dict) and run.get("return_code") == 0
+def sandbox_fusion_ran(reply: Any) -> Ran:
+    run = reply.get("run_result") if isinstance(reply, dict) else None
+    if not isinstance(run, dict):
+        return False, False, 0.0
+    seconds = float(run.get("execution_time") or 0.0)
+    return reply.get("status") == "Success" and run.get("return_code") == 0, run.get("status") == "TimeLimitExceeded", seconds
 
 
-def code_judge_succeeded(reply: Any) -> bool:
-    return isinstance(reply, dict) and reply.get("success") is True and not reply.get("reason")
+def code_judge_ran(reply: Any) -> Ran:
+    if not isinstance(reply, dict):
+        return False, False, 0.0
+    return (reply.get("success") is True and not reply.get("reason"), reply.get("reason") == "worker_timeout",
+            float(reply.get("cost") or 0.0))
 
 
 PEER_APIS: dict[str, PeerApi] = {
-    "sandbox-fusion": PeerApi("/run_code", lambda code: {"code": code, "language": "python", "run_timeout": 10},
-                              sandbox_fusion_succeeded),
-    "code-judge": PeerApi("/run", lambda code: {"type": "python", "solution": code}, code_judge_succeeded),
+    "sandbox-fusion": PeerApi("/run_code", lambda program: {"code": program.code, "language": "python",
+                                                            "run_timeout": program.timeout_ms / 1000},
+                              sandbox_fusion_ran, limit_per_call=True),
+    "code-judge": PeerApi("/run", lambda program: {"type": "python", "solution": program.code}, code_judge_ran,
+                          limit_per_call=False),
 }
 
 
@@ -54,10 +66,10 @@ def parse_peer(text: str) -> tuple[str, str]:
     return name, url.rstrip("/")
 
 
-async def bench_peer(name: str, url: str, programs: Iterable[str], concurrency: int
+async def bench_peer(name: str, url: str, programs: Iterable[Program], concurrency: int
                      ) -> tuple[int, float, list[float]]:
     """C callers, each posting the next of programs after its last answer, over kept-alive
-    connections; returns (failures, seconds, latencies in ms)."""
+    connections; returns (failures, seconds, latencies in ms of the short programs)."""
     try:
         import aiohttp
     except ImportError as exc:
@@ -70,22 +82,23 @@ async def bench_peer(name: str, url: str, programs: Iterable[str], concurrency: 
     timeout = aiohttp.ClientTimeout(total=CALL_TIMEOUT_S)
     async with aiohttp.ClientSession(url, connector=connector, timeout=timeout) as session:
         try:  # connect first: setting a connection up is not a call's cost
-            async with session.post(api.path, json=api.body("pass")) as first:
+            async with session.post(api.path, json=api.body(Program("pass"))) as first:
                 await first.read()
         except (aiohttp.ClientError, asyncio.TimeoutError):
             pass  # unreachable: every call fails below, and says so
 
         async def caller() -> None:
             nonlocal failures
-            for code in queue:
+            for program in queue:
                 started = time.perf_counter()
                 try:
-                    async with session.post(api.path, json=api.body(code)) as reply:
-                        ok = reply.status == 200 and api.succeeded(await reply.json(content_type=None))
+                    async with session.post(api.path, json=api.body(program)) as reply:
+                        ran = api.ran(await reply.json(content_type=None)) if reply.status == 200 else (False, False, 0.0)
                 except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
-                    ok = False
-                failures += not ok
-                latencies.append((time.perf_counter() - started) * 1000)
+                    ran = False, False, 0.0
+                failures += not program.answered_right(*ran)
+                if not program.runs_to_limit:
+                    latencies.append((time.perf_counter() - started) * 1000)
 
         started = time.perf_counter()
         await asyncio.gather(*(caller() for _ in range(concurrency)))

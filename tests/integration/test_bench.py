@@ -83,6 +83,14 @@ def test_a_program_that_fails_counts_as_a_failure_at_a_peer(fronts, code):
     assert [(r.calls, r.failures, r.ok_rate) for r in results] == [(3, 3, 0.0), (3, 3, 0.0)]
 
 
+def test_a_mixed_workload_goes_to_the_peers_whose_api_takes_a_time_limit_per_call(fronts, capsys):
+    running, url = fronts
+    results = run_bench(running.target, [get_workload("mixed10")], 20, [2], baseline_calls=0, modes=(),
+                        peers={"sandbox-fusion": url, "code-judge": url})
+    assert [(r.mode, r.failures, len(r.latencies_ms)) for r in results] == [("sandbox-fusion", 0, 18)]
+    assert "mixed10 code-judge: not sent" in capsys.readouterr().out
+
+
 def test_an_unreachable_peer_fails_every_call(server):
     results = run_bench(server.target, [get_workload("trivial")], 3, [1], baseline_calls=0, modes=(),
                         peers={"code-judge": f"http://127.0.0.1:{free_port()}"})

@@ -23,8 +23,8 @@ from toolserver.config import Settings
 from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.python.pool import WorkerPool
-from toolserver.python.scheduler import Scheduler
 from toolserver.python.routing import SCIENTIFIC, SLIM, WARM, CallRouter
+from toolserver.python.scheduler import Scheduler
 from toolserver.python.schema import python_call_from_json, python_tool_spec
 from toolserver.python.sessions import SessionManager
 from toolserver.registry import BuildContext, Tool
