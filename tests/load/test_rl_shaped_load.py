@@ -9,8 +9,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import requests
 
-from toolserver.client import AsyncToolClient
+from toolserver.client import AsyncToolClient, ToolClient
 from toolserver.v1 import toolserver_pb2 as pb
 
 from tests.conftest import RunningServer, free_port
@@ -91,3 +92,34 @@ def test_a_time_limit_counts_from_the_program_start_and_the_wait_is_reported(bur
     assert all(3.0 <= loop.elapsed_us / 1e6 < 3.3 for loop in loops), sorted(loop.elapsed_us for loop in loops)[-3:]
     assert late.outcome == pb.OK and late.stdout == "whole\n"
     assert late.queued_us > 0
+
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory):
+    """Two workers (slim, warm), no slot to grow onto, and calls of up to 30 s."""
+    port = free_port()
+    running = RunningServer(tmp_path_factory.mktemp("small"), workers=1, slim_workers=1, scientific_workers=0,
+                            args=("--http-port", str(port)),
+                            config="[lean]\nenabled = false\n[limits]\ntimeout_ms = 30000\n")
+    running.http = f"http://127.0.0.1:{port}"
+    yield running
+    running.stop()
+
+
+def test_a_call_that_cannot_run_before_its_client_gives_up_is_504_with_retry_after(small_server):
+    """Both workers hold 30 s loops: a /run_code of run_timeout 1 s (its client waits 11 s)
+    cannot start in time. It is refused once its last start time passes, not run for
+    nobody, and says when to come back."""
+    with ThreadPoolExecutor(2) as threads, ToolClient(small_server.target) as client:
+        loops = [threads.submit(client.run_python, code, timeout_ms=30_000)
+                 for code in ("while True: pass", "import numpy\nwhile True: pass")]
+        time.sleep(1.0)
+        assert not any(loop.done() for loop in loops)
+        began = time.monotonic()
+        refused = requests.post(small_server.http + "/run_code", timeout=30,
+                                json={"code": "print(1)", "run_timeout": 1, "compile_timeout": 0})
+        waited = time.monotonic() - began
+        assert refused.status_code == 504 and refused.json()["status"] == "SandboxError"
+        assert 7.0 < waited < 11.0, waited
+        assert 10 <= int(refused.headers["Retry-After"]) <= 30
+        assert not any(loop.done() for loop in loops)
