@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from toolserver.bench_peers import PEER_APIS, bench_peer
-from toolserver.bench_workloads import Program, Workload
+from toolserver.bench_workloads import Program, Ran, Workload
 from toolserver.client import AsyncToolClient, ToolServerError, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -90,12 +90,8 @@ def programs_for(workload: Workload, calls: int) -> list[Program]:
     return list(itertools.islice(itertools.cycle(workload.programs), calls))
 
 
-def judged(program: Program, response: pb.ExecuteResponse, latency_ms: float, latencies: list[float]) -> bool:
-    """Whether the call was answered wrong; its latency counts where it is a short call."""
-    if not program.runs_to_limit:
-        latencies.append(latency_ms)
-    return not program.answered_right(response.outcome == pb.OK, response.outcome == pb.TIMEOUT,
-                                      response.elapsed_us / 1e6)
+def response_ran(response: pb.ExecuteResponse) -> Ran:
+    return Ran(response.outcome == pb.OK, response.outcome == pb.TIMEOUT, response.elapsed_us / 1e6)
 
 
 async def bench_unary(target: str, workload: Workload, calls: int, concurrency: int, **client_args: Any
@@ -116,7 +112,7 @@ async def bench_unary(target: str, workload: Workload, calls: int, concurrency: 
                 except ToolServerError:
                     failures += 1
                     continue
-                failures += judged(program, response, (time.perf_counter() - started) * 1000, latencies)
+                failures += program.wrong(response_ran(response), (time.perf_counter() - started) * 1000, latencies)
 
         started = time.perf_counter()
         await asyncio.gather(*(caller() for _ in range(concurrency)))
@@ -155,7 +151,7 @@ async def bench_stream(target: str, workload: Workload, calls: int, concurrency:
             async for response in client.stream(requests(), timeout_s=budget_s):
                 latency_ms = (time.perf_counter() - sent_at.pop(response.request_id)) * 1000
                 answered += 1
-                failures += judged(programs[int(response.request_id)], response, latency_ms, latencies)
+                failures += programs[int(response.request_id)].wrong(response_ran(response), latency_ms, latencies)
                 window.release()
         except ToolServerError:  # a broken stream: every unanswered call is a failure
             pass
@@ -181,17 +177,14 @@ def bench_fresh_process(workload: Workload, calls: int, concurrency: int, python
                                                                stderr=subprocess.DEVNULL)
                 limit_s = program.timeout_ms / 1000 if program.runs_to_limit else None  # the rest: no limit
                 try:
-                    ok = await asyncio.wait_for(process.wait(), limit_s) == 0
-                    timed_out = False
+                    exited_0, timed_out = await asyncio.wait_for(process.wait(), limit_s) == 0, False
                 except asyncio.TimeoutError:
                     with contextlib.suppress(ProcessLookupError):  # it may end just as its time does
                         process.kill()
                     await process.wait()
-                    ok, timed_out = False, True
+                    exited_0, timed_out = False, True
                 elapsed_s = time.perf_counter() - started
-                if not program.runs_to_limit:
-                    latencies.append(elapsed_s * 1000)
-                failures += not program.answered_right(ok, timed_out, elapsed_s)
+                failures += program.wrong(Ran(exited_0, timed_out, elapsed_s), elapsed_s * 1000, latencies)
 
         started = time.perf_counter()
         await asyncio.gather(*(caller() for _ in range(concurrency)))

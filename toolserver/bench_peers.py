@@ -17,10 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from toolserver.bench_workloads import Program
+from toolserver.bench_workloads import NOT_RUN, Program, Ran
 
 CALL_TIMEOUT_S = 60.0
-Ran = tuple[bool, bool, float]  # (ran and exited 0, timed out, seconds it ran)
 
 
 @dataclass(frozen=True)
@@ -37,16 +36,16 @@ class PeerApi:
 def sandbox_fusion_ran(reply: Any) -> Ran:
     run = reply.get("run_result") if isinstance(reply, dict) else None
     if not isinstance(run, dict):
-        return False, False, 0.0
-    seconds = float(run.get("execution_time") or 0.0)
-    return reply.get("status") == "Success" and run.get("return_code") == 0, run.get("status") == "TimeLimitExceeded", seconds
+        return NOT_RUN
+    return Ran(reply.get("status") == "Success" and run.get("return_code") == 0,
+               run.get("status") == "TimeLimitExceeded", float(run.get("execution_time") or 0.0))
 
 
 def code_judge_ran(reply: Any) -> Ran:
     if not isinstance(reply, dict):
-        return False, False, 0.0
-    return (reply.get("success") is True and not reply.get("reason"), reply.get("reason") == "worker_timeout",
-            float(reply.get("cost") or 0.0))
+        return NOT_RUN
+    return Ran(reply.get("success") is True and not reply.get("reason"), reply.get("reason") == "worker_timeout",
+               float(reply.get("cost") or 0.0))
 
 
 PEER_APIS: dict[str, PeerApi] = {
@@ -93,12 +92,10 @@ async def bench_peer(name: str, url: str, programs: Iterable[Program], concurren
                 started = time.perf_counter()
                 try:
                     async with session.post(api.path, json=api.body(program)) as reply:
-                        ran = api.ran(await reply.json(content_type=None)) if reply.status == 200 else (False, False, 0.0)
+                        ran = api.ran(await reply.json(content_type=None)) if reply.status == 200 else NOT_RUN
                 except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
-                    ran = False, False, 0.0
-                failures += not program.answered_right(*ran)
-                if not program.runs_to_limit:
-                    latencies.append((time.perf_counter() - started) * 1000)
+                    ran = NOT_RUN
+                failures += program.wrong(ran, (time.perf_counter() - started) * 1000, latencies)
 
         started = time.perf_counter()
         await asyncio.gather(*(caller() for _ in range(concurrency)))

@@ -17,6 +17,18 @@ back a time-out within 10% of its limit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class Ran(NamedTuple):
+    """What an answer says of a program's run, whoever answered."""
+
+    exited_0: bool
+    timed_out: bool
+    seconds: float
+
+
+NOT_RUN = Ran(False, False, 0.0)
 
 
 @dataclass(frozen=True)
@@ -25,10 +37,13 @@ class Program:
     timeout_ms: int = 10_000
     runs_to_limit: bool = False  # loops or sleeps: right when it is a time-out near its limit
 
-    def answered_right(self, outcome_is_ok: bool, timed_out: bool, elapsed_s: float) -> bool:
+    def wrong(self, ran: Ran, latency_ms: float, latencies: list[float]) -> bool:
+        """Whether ran is a wrong answer; a short program's latency goes into latencies (a
+        loop's or a sleep's is its limit, and is not counted)."""
         if self.runs_to_limit:
-            return timed_out and elapsed_s <= self.timeout_ms / 1000 * (1 + LIMIT_SLACK)
-        return outcome_is_ok
+            return not (ran.timed_out and ran.seconds <= self.timeout_ms / 1000 * (1 + LIMIT_SLACK))
+        latencies.append(latency_ms)
+        return not ran.exited_0
 
 
 @dataclass(frozen=True)

@@ -154,3 +154,23 @@ async def test_calls_running_long_share_one_calls_cpu_weight(started, sandbox_sl
     assert len(workers) == 3 and [autogroup_nice(worker) for worker in workers] == [nice_for(3)] * 3
     assert all(reply["outcome"] == "TIMEOUT" for reply in await loops)
     assert [autogroup_nice(worker) for worker in workers] == [0, 0, 0]
+
+
+async def test_a_freed_worker_goes_to_the_longest_waiting_call_that_is_still_there(started, sandbox_slots):
+    """Calls are served in the order they came; one whose caller went away is skipped, and
+    the worker goes on to the next (the pool keeps its one worker)."""
+    scheduler = Scheduler(max_queue=64, held_s=30.0)
+    pools = await started(scheduler, {WARM: sandbox_slots(1)})
+    slow = asyncio.ensure_future(scheduler.run(WARM, sleeping(1, "slow")))
+    await asyncio.sleep(0.2)
+    gone = asyncio.ensure_future(scheduler.run(WARM, request("'gone'", "gone")))
+    await asyncio.sleep(0.05)
+    first, second = (asyncio.ensure_future(scheduler.run(WARM, request(f"{i}", str(i)))) for i in (1, 2))
+    await asyncio.sleep(0.05)
+    gone.cancel()
+    done_order = []
+    for call in asyncio.as_completed([first, second]):
+        done_order.append((await call)["value"])
+    assert done_order == ["1", "2"] and (await slow)["outcome"] == "OK" and gone.cancelled()
+    assert pools[WARM].stats().size == 1 and scheduler.waiting == 0
+    assert (await scheduler.run(WARM, request("3")))["value"] == "3"
