@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import contextlib
 import json
 import logging
 import os
@@ -344,6 +345,13 @@ class Zygote(JailedProcess):
         if self.cgroup is not None:
             self._account_memory(reply, memory_mb)
         return reply
+
+    def cancel_call(self) -> None:
+        """Asks the zygote to kill the call it runs (its caller went away): it answers at
+        once, and is free for the next call. Nothing happens where it has answered already."""
+        if self.inside is not None and self.alive:
+            with contextlib.suppress(OSError):
+                os.kill(self.inside, signal.SIGUSR1)
 
     def _account_memory(self, reply: dict[str, Any], memory_mb: int) -> None:
         """A call whose process the OOM killer ended hit its memory limit, whatever its

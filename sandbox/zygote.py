@@ -232,6 +232,7 @@ def run_child(baseline_kb, main, req_r, out_w, err_w, result_w):
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
         _signal.signal(_signal.SIGXCPU, flush_and_die)
+        _signal.signal(_signal.SIGUSR1, _signal.SIG_DFL)  # the zygote's cancel_call is not the program's
         os._exit = exit_flushed
         offer_to_oom_killer()
         request = read_request(req_r)
@@ -576,12 +577,41 @@ def drain(fd, capture):
         capture.feed(data)
 
 
+def cancel_call(signum, frame):
+    """SIGUSR1 from the host: the running call's caller went away. Its process group is
+    killed, so that the zygote answers at once and takes the next call; clean_up ends the
+    rest of its processes as after any call."""
+    global CANCELLED
+    if not RUNNING_CALL:
+        return  # it has answered already
+    CANCELLED = True
+    for kill in (os.killpg, os.kill):  # os.kill: it may not have made its group yet
+        try:
+            kill(RUNNING_CALL, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def execute(child, request, payload):
     """Runs request (payload: its JSON) in the preforked child and returns the reply.
 
     Returns as soon as the child has reported and closed its output, before cleanup:
     the caller cleans up before it takes the next call.
     """
+    global RUNNING_CALL, CANCELLED
+    CANCELLED = False
+    RUNNING_CALL = child.pid
+    try:
+        reply = run_call(child, request, payload)
+    finally:
+        RUNNING_CALL = 0
+    if CANCELLED:
+        reply["outcome"] = "CRASHED"
+        reply["error"] = "cancelled: its caller went away"
+    return reply
+
+
+def run_call(child, request, payload):
     cap = request["max_output_bytes"]
     scratch_cap = request.get("max_scratch_mb", 0) << 20
     # Before the request goes: once it has, the child writes while the parent looks.
@@ -892,6 +922,7 @@ def main(config):
     harden_process()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR1, cancel_call)
     os.environ["TMPDIR"] = HOME  # firejail drops TMPDIR; where the jail has a /tmp of its own, python3's is used
     control_in = os.dup(0)
     control_out = os.dup(1)
@@ -970,5 +1001,7 @@ SCRATCH_DIRS = ()  # one directory of each filesystem a call may write: its scra
 EMPTY_SIZE = {}  # the size each of PRIVATE_DIRS on a tmpfs has when empty
 CALL_RESULT_FD = -1  # in a call's process: the pipe its result goes to
 CALL_PID = -1  # in a call's process: its pid (its own child processes have others)
+RUNNING_CALL = 0  # in the zygote: the pid of the call's process while its call runs
+CANCELLED = False  # in the zygote: whether the host cancelled the running call
 REAL_EXIT = os._exit  # a call's process replaces os._exit by exit_flushed
 main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

@@ -248,8 +248,27 @@ class ServerSettings:
 
 @dataclass(frozen=True)
 class HttpSettings:
+    """The HTTP fronts' listener and what it takes from a client (docs/security.md, "HTTP fronts")."""
+
     port: int = 0                     # the HTTP fronts (SandboxFusion's /run_code); 0: off
     host: str = "127.0.0.1"           # beyond loopback: tokens or --allow-open-bind, as for gRPC
+    max_connections: int = 1024       # open at once; past it a new one is answered 503 and closed.
+                                      # The descriptors they need are budgeted apart from gRPC's
+    header_timeout_s: float = 10.0    # a request's line and headers arrive within this (else 408)
+    idle_timeout_s: float = 5.0       # a kept-alive connection with no request in it is closed after this
+    body_timeout_s: float = 60.0      # a request's body arrives within this of its headers (else 408)
+    max_header_kb: int = 64           # request line and headers together (else 431)
+    max_body_mb: int = 8              # one call's request (twice server.max_message_bytes' default,
+                                      # for JSON escapes and base64 files); else 413
+    max_batch_body_mb: int = 64       # a code-judge batch: 1,024 items of 64 KiB of code
+    max_bodies_mb: int = 512          # all bodies being read or parsed at once; past it 503
+    max_json_values: int = 200_000    # values in one body (a batch of 4,096 items uses ~30,000)
+    max_json_depth: int = 64          # nesting of one body's arrays and objects
+    allowed_origins: tuple[str, ...] = ()  # browser origins (scheme://host[:port]) whose requests are
+                                      # served; empty: none (a request with an Origin header is 403)
+    allowed_hosts: tuple[str, ...] = ()    # Host names served besides loopback's and the bound one;
+                                      # "*": any (a server bound beyond loopback with tokens needs
+                                      # none: a rebound page has no token)
 
 
 @dataclass(frozen=True)
@@ -321,6 +340,13 @@ class Settings:
             raise ConfigError(f"metrics.port must be 0-65535 (0: any free port), got {self.metrics.port}")
         if not 0 <= self.http.port <= 65535:
             raise ConfigError(f"http.port must be 0-65535 (0: no HTTP fronts), got {self.http.port}")
+        for name in ("max_connections", "header_timeout_s", "idle_timeout_s", "body_timeout_s", "max_header_kb",
+                     "max_body_mb", "max_batch_body_mb", "max_bodies_mb", "max_json_values", "max_json_depth"):
+            if getattr(self.http, name) <= 0:
+                raise ConfigError(f"http.{name} must be positive, got {getattr(self.http, name)}")
+        if max(self.http.max_body_mb, self.http.max_batch_body_mb) > self.http.max_bodies_mb:
+            raise ConfigError("http.max_bodies_mb must hold at least one body of the largest size (http.max_body_mb, "
+                              "http.max_batch_body_mb)")
         if self.server.port > 65535:
             raise ConfigError(f"server.port must be at most 65535, got {self.server.port}")
         if self.python.extra_idle_s <= 0:

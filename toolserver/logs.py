@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 
 CALL_FIELDS = ("request_id", "tool", "outcome", "status", "caller", "elapsed_ms")
@@ -29,3 +30,27 @@ def configure_logging(level: str, style: str) -> None:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+
+
+class Throttled:
+    """A log that writes a kind of line at most once an interval, with how many of that
+    kind it left out meanwhile: what a hostile client can make happen thousands of times a
+    second must not fill the disk."""
+
+    def __init__(self, logger: logging.Logger, interval_s: float = 10.0) -> None:
+        self.logger = logger
+        self.interval_s = interval_s
+        self._last: dict[str, float] = {}
+        self._left_out: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def warning(self, kind: str, message: str, *args: object) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last.get(kind, -self.interval_s) < self.interval_s:
+                self._left_out[kind] = self._left_out.get(kind, 0) + 1
+                return
+            self._last[kind] = now
+            left_out = self._left_out.pop(kind, 0)
+        suffix = f" ({left_out} more like it in the last {self.interval_s:g} s)" if left_out else ""
+        self.logger.warning(message + suffix, *args)

@@ -28,6 +28,8 @@ class ServerMetrics:
                                 ["reason"], registry=self.registry)
         self.front_requests = Counter("toolserver_front_requests", "HTTP front requests, by front and HTTP status",
                                       ["front", "status"], registry=self.registry)
+        self.http_refused = Counter("toolserver_http_refused", "HTTP connections and requests refused at the "
+                                    "listener, by reason", ["reason"], registry=self.registry)
         self.inflight = Gauge("toolserver_calls_in_flight", "Calls being answered now", registry=self.registry)
 
     def sample(self, name: str, documentation: str, read: Callable[[], float]) -> None:

@@ -166,7 +166,8 @@ def test_jupyter_bad_requests_are_400(endpoint, body, message):
 
 
 def test_a_body_that_is_not_json_is_400(endpoint):
-    reply = requests.post(f"{endpoint}/run_code", data=b"{not json", timeout=10)
+    reply = requests.post(f"{endpoint}/run_code", data=b"{not json", headers={"Content-Type": "application/json"},
+                          timeout=10)
     assert reply.status_code == 400 and "not valid JSON" in reply.json()["message"]
 
 

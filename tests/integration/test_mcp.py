@@ -201,11 +201,14 @@ async def test_http_needs_a_known_token_and_applies_the_callers_policy(guarded):
     assert denied.is_error and "PERMISSION_DENIED" in text(denied)
     after = scrape(running)
 
-    def counted(status: str) -> float:
-        key = f'toolserver_front_requests_total{{front="mcp",status="{status}"}}'
+    def counted(key: str) -> float:
         return after.get(key, 0) - before.get(key, 0)
 
-    assert counted("401") >= 4 and counted("200") == 1 and counted("403") == 2
+    def front(status: str) -> float:
+        return counted(f'toolserver_front_requests_total{{front="mcp",status="{status}"}}')
+
+    assert counted('toolserver_http_refused_total{reason="token"}') >= 4  # at the fronts' door
+    assert front("200") == 1 and front("403") == 2
 
 
 async def test_http_over_the_per_request_protocol_the_caller_is_still_its_token(guarded):

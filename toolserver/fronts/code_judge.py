@@ -25,12 +25,13 @@ from toolserver.dispatch import Dispatcher
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable
 from toolserver.fronts.http_json import counted_reply, infrastructure_failed, read_json, status_for, with_error
 from toolserver.output_match import same_output
-from toolserver.policy import CallerPolicy, Policies
+from toolserver.policy import CallerPolicy
 from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
 
 FRONT = "code_judge"
 MAX_BATCH = 4096  # submissions in one batch request
+BATCH_PATHS = frozenset(f"/{verb}/{kind}" for verb in ("run", "judge") for kind in ("batch", "long-batch"))
 HTTP_STATUS = {Unauthenticated: 401, PermissionDenied: 403, InvalidRequest: 400}
 
 
@@ -71,9 +72,8 @@ def refused(sub_id: str, error: RequestError) -> dict[str, Any]:
 
 
 class CodeJudgeFront:
-    def __init__(self, dispatcher: Dispatcher, policies: Policies, settings: Settings) -> None:
+    def __init__(self, dispatcher: Dispatcher, settings: Settings) -> None:
         self.dispatcher = dispatcher
-        self.policies = policies
         self.workers = settings.python.warm_count() + settings.python.slim_count()
 
     def routes(self) -> list[Route]:
@@ -94,7 +94,7 @@ class CodeJudgeFront:
     def single(self, judged: bool):
         async def endpoint(request: Request) -> JSONResponse:
             try:
-                caller, body = await read_json(request, self.policies)
+                caller, body = read_json(request)
                 sub_id, call, expected = submission(body, "the submission")
             except RequestError as exc:
                 return self.refusal(exc)
@@ -104,7 +104,7 @@ class CodeJudgeFront:
     def batch(self, judged: bool):
         async def endpoint(request: Request) -> JSONResponse:
             try:
-                caller, body = await read_json(request, self.policies)
+                caller, body = read_json(request)
                 if not isinstance(body, dict) or not isinstance(body.get("submissions"), list):
                     raise InvalidRequest("the body must be {\"submissions\": [...]}")
                 items = body["submissions"]

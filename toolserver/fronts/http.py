@@ -7,7 +7,8 @@ off). The HTTP server starts after the tools and stops before they close; the se
 SIGTERM handling drains it with the rest (its calls count as in flight). uvicorn runs
 without a lifespan, so what a front must run beside it (the MCP session manager) runs
 on the server's exit stack, entered before the HTTP server starts and left after it
-stops.
+stops. Every request passes the listener's limits (`http_listener`) and the door
+(`http_guard`: Host, Origin, token, body, JSON) before a front sees it.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
         import uvicorn
         from starlette.applications import Starlette
 
-        from toolserver.fronts.code_judge import CodeJudgeFront
+        from toolserver.fronts.code_judge import BATCH_PATHS, CodeJudgeFront
+        from toolserver.fronts.http_guard import WILDCARD_HOSTS, HttpGuard
+        from toolserver.fronts.http_listener import connection_budget, guarded_protocol
         from toolserver.fronts.retrieve import RetrieveFront
         from toolserver.fronts.sandbox_fusion import SandboxFusionFront
     except ImportError as exc:
@@ -44,8 +47,8 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
         def capture_signals(self) -> contextlib.AbstractContextManager[None]:
             return contextlib.nullcontext()
 
-    routes = (SandboxFusionFront(dispatcher, policies).routes() + CodeJudgeFront(dispatcher, policies, settings).routes()
-              + RetrieveFront(dispatcher, policies).routes())
+    routes = (SandboxFusionFront(dispatcher).routes() + CodeJudgeFront(dispatcher, settings).routes()
+              + RetrieveFront(dispatcher).routes())
     try:
         from toolserver.fronts.mcp_http import mcp_routes
     except ImportError as exc:
@@ -55,9 +58,13 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
     else:
         routes += await mcp_routes(settings, dispatcher, policies, stack)
         mcp_endpoint = "MCP /mcp (streamable HTTP)"
-    app = Starlette(routes=routes)
+    json_routes = {route.path: route.path in BATCH_PATHS for route in routes if "POST" in (route.methods or ())}
+    app = HttpGuard(Starlette(routes=routes), settings, policies, dispatcher.metrics, json_routes)
+    max_connections = connection_budget(settings)
     config = uvicorn.Config(app, host=settings.http.host, port=settings.http.port, lifespan="off",
-                            log_level="warning", access_log=False, timeout_graceful_shutdown=5)
+                            log_level="warning", access_log=False, timeout_graceful_shutdown=5, ws="none",
+                            http=guarded_protocol(settings, dispatcher.metrics, max_connections),
+                            timeout_keep_alive=settings.http.idle_timeout_s)  # type: ignore[arg-type]
     server = EmbeddedServer(config)
     task = asyncio.get_running_loop().create_task(server.serve())
     while not server.started:
@@ -73,5 +80,8 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
     stack.push_async_callback(stop)
     port = server.servers[0].sockets[0].getsockname()[1]
     log.info("HTTP fronts on http://%s:%d: SandboxFusion /run_code, code-judge /run and /judge (and batches), "
-             "Search-R1 /retrieve; %s", settings.http.host, port, mcp_endpoint)
+             "Search-R1 /retrieve; %s; at most %d connections", settings.http.host, port, mcp_endpoint, max_connections)
+    if not app.any_host and settings.http.host in WILDCARD_HOSTS:
+        log.warning("HTTP on every interface with no caller tokens: only requests whose Host is a loopback name or "
+                    "one of http.allowed_hosts are served (DNS rebinding); list the names clients use there")
     return port

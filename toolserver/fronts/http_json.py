@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from toolserver.errors import Busy, InvalidRequest, RequestError
+from toolserver.errors import Busy, RequestError
+from toolserver.fronts.http_guard import parsed_body
 from toolserver.metrics import ServerMetrics
-from toolserver.policy import CallerPolicy, Policies
+from toolserver.policy import CallerPolicy
 from toolserver.v1 import toolserver_pb2 as pb
 
 
-async def read_json(request: Request, policies: Policies) -> tuple[CallerPolicy, Any]:
-    """The caller its bearer token names and the parsed body; raises Unauthenticated or
-    InvalidRequest."""
-    caller = policies.authenticate(request.headers.items())
-    try:
-        return caller, json.loads(await request.body())
-    except (ValueError, RecursionError) as exc:
-        raise InvalidRequest(f"the body is not valid JSON: {str(exc)[:200]}") from exc
+def read_json(request: Request) -> tuple[CallerPolicy, Any]:
+    """The caller its bearer token names and the parsed body, as the door
+    (toolserver.fronts.http_guard) admitted them."""
+    return parsed_body(request.scope)
 
 
 def status_for(error: RequestError, statuses: dict[type[RequestError], int], default: int) -> int:

@@ -5,9 +5,10 @@ SDK's session manager inside the server's process and called on its dispatcher: 
 jail, pools, policies, metrics and limits as every other front.
 
 - Callers: with a policy file, a request to /mcp without a known bearer token
-  (`Authorization: Bearer ...`) is refused with HTTP 401 before the SDK reads it; each
-  tool call runs for the caller its token names, and one its policy refuses (a tool not
-  granted, limits above its maxima) is an MCP error result.
+  (`Authorization: Bearer ...`) is refused with HTTP 401 by the fronts' door
+  (`http_guard`) before the SDK reads it; each tool call runs for the caller its token
+  names, and one its policy refuses (a tool not granted, limits above its maxima) is an
+  MCP error result.
 - Stateless, JSON answers: each POST gets a transport of its own and one JSON body back,
   so no MCP session lives on the server, nothing waits on an open SSE stream, and any
   number of requests may be in flight at once. Python sessions need none of it: they are
@@ -15,7 +16,7 @@ jail, pools, policies, metrics and limits as every other front.
   progress notifications, which these tools do not send.
 - `toolserver_front_requests_total{front="mcp"}` counts each tool call by the HTTP status
   the same refusal gets on the other fronts (200: the dispatcher answered, whatever the
-  outcome), and the requests refused at the door (401).
+  outcome); requests refused at the door are in `toolserver_http_refused_total`.
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from contextlib import AsyncExitStack
 from typing import Iterator
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.datastructures import Headers as RequestHeaders
-from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -39,7 +38,6 @@ from toolserver.errors import (Exhausted, InvalidRequest, NotFound, PermissionDe
 from toolserver.fronts.http_json import status_for
 from toolserver.fronts.mcp import CALL_DEADLINE_S, Headers, Refused, mcp_server
 from toolserver.policy import CallerPolicy, Policies
-from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
 
 FRONT = "mcp"
@@ -90,24 +88,14 @@ class DispatcherBackend:
         self.dispatcher.metrics.front_requests.labels(FRONT, str(status)).inc()
 
 
-class TokenDoor:
-    """The ASGI app at /mcp: refuses a request without a known bearer token, then hands it
-    to the SDK's session manager."""
+class ManagerEndpoint:
+    """The SDK's session manager as an ASGI app (Starlette would call a bound method as a
+    request handler, not as ASGI)."""
 
-    def __init__(self, manager: StreamableHTTPSessionManager, policies: Policies, dispatcher: Dispatcher) -> None:
+    def __init__(self, manager: StreamableHTTPSessionManager) -> None:
         self.manager = manager
-        self.policies = policies
-        self.dispatcher = dispatcher
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            self.policies.authenticate(RequestHeaders(scope=scope).items())
-        except Unauthenticated as exc:
-            self.dispatcher.metrics.front_requests.labels(FRONT, "401").inc()
-            refusal = JSONResponse({"error": "invalid_token", "error_description": valid_text(str(exc))},
-                                   status_code=401, headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
-            await refusal(scope, receive, send)
-            return
         await self.manager.handle_request(scope, receive, send)
 
 
@@ -123,4 +111,4 @@ async def mcp_routes(settings: Settings, dispatcher: Dispatcher, policies: Polic
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every request at INFO
     await stack.enter_async_context(server.session_manager.run())
     # POST only: a GET would open an SSE stream that a stateless server never writes to.
-    return [Route(PATH, TokenDoor(server.session_manager, policies, dispatcher), methods=["POST"])]
+    return [Route(PATH, ManagerEndpoint(server.session_manager), methods=["POST"])]

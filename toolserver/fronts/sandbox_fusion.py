@@ -32,7 +32,7 @@ from toolserver.dispatch import Dispatcher
 from toolserver.errors import (Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable,
                                status_of)
 from toolserver.fronts.http_json import counted_reply, infrastructure_failed, read_json, status_for, with_error
-from toolserver.policy import CallerPolicy, Policies
+from toolserver.policy import CallerPolicy
 from toolserver.v1 import toolserver_pb2 as pb
 
 T = TypeVar("T")
@@ -41,6 +41,8 @@ LANGUAGES = ("python", "python3")
 ANSWER_MARGIN_S = 10.0  # an answer comes within run_timeout + compile_timeout + this
 OUTPUT_BYTES = 1 << 20  # what SandboxFusion keeps of each stream; the server's limits.max_output_bytes caps it
 TRUNCATED = "output truncated at the server's max_output_bytes (or fetched files beyond max_file_mb together)"
+MAX_SECONDS = 86_400  # the longest run_timeout, compile_timeout, cell_timeout or total_timeout taken
+MAX_MEMORY_MB = 1 << 20  # the largest memory_limit_MB taken (1 TiB); the caller's and server's caps apply below it
 HTTP_STATUS = {Unauthenticated: 401, PermissionDenied: 403, InvalidRequest: 400, Exhausted: 504, Unavailable: 504}
 
 
@@ -57,6 +59,16 @@ def field(body: dict[str, Any], name: str, kinds: tuple[type, ...], default: Any
     return value
 
 
+def seconds(body: dict[str, Any], name: str, default: float, zero_allowed: bool = False) -> float:
+    """body's time in seconds under name: a number in (0, MAX_SECONDS] ([0, ...] where
+    zero_allowed); InvalidRequest otherwise."""
+    value = field(body, name, (int, float), default)
+    if not (0 <= value if zero_allowed else 0 < value) or value > MAX_SECONDS:
+        raise InvalidRequest(f"{name} must be {'at least 0' if zero_allowed else 'positive'} and at most "
+                             f"{MAX_SECONDS} (seconds), got {value:g}")
+    return float(value)
+
+
 def run_code_request(body: Any) -> tuple[pb.ExecuteRequest, str, float]:
     """The call a /run_code body asks for, its language, and how long its answer may take.
     Unknown fields are ignored, as SandboxFusion ignores them."""
@@ -67,17 +79,17 @@ def run_code_request(body: Any) -> tuple[pb.ExecuteRequest, str, float]:
         raise InvalidRequest("code must be a string")
     language = field(body, "language", (str,), "python")
     stdin = field(body, "stdin", (str,), "")
-    run_timeout = field(body, "run_timeout", (int, float), 10)
-    compile_timeout = field(body, "compile_timeout", (int, float), 10)
-    memory_mb = int(field(body, "memory_limit_MB", (int, float), -1))
+    run_timeout = seconds(body, "run_timeout", 10)
+    compile_timeout = seconds(body, "compile_timeout", 10, zero_allowed=True)
+    memory_mb = field(body, "memory_limit_MB", (int, float), -1)
+    if not -1 <= memory_mb <= MAX_MEMORY_MB:
+        raise InvalidRequest(f"memory_limit_MB must be -1 (the server's default) to {MAX_MEMORY_MB}, got {memory_mb:g}")
     files = field(body, "files", (dict,), {})
     fetch_files = field(body, "fetch_files", (list,), [])
-    if run_timeout <= 0 or compile_timeout < 0:
-        raise InvalidRequest("run_timeout must be positive and compile_timeout not negative")
     request = pb.ExecuteRequest(python=pb.PythonCall(code=code, stdin=stdin, files=decoded_files(files),
                                                      fetch_files=file_names(fetch_files)),
-                                limits=pb.Limits(timeout_ms=int(run_timeout * 1000),
-                                                 memory_mb=max(memory_mb, 0)))
+                                limits=pb.Limits(timeout_ms=max(1, int(run_timeout * 1000)),
+                                                 memory_mb=max(int(memory_mb), 0)))
     return request, language, run_timeout + compile_timeout + ANSWER_MARGIN_S
 
 
@@ -143,10 +155,8 @@ def run_jupyter_request(body: Any) -> tuple[list[str], float, float]:
     cells = field(body, "cells", (list,), [])
     if not all(isinstance(cell, str) for cell in cells):
         raise InvalidRequest("cells must be a list of strings")
-    cell_timeout = field(body, "cell_timeout", (int, float), 0)
-    total_timeout = field(body, "total_timeout", (int, float), 45)
-    if cell_timeout < 0 or total_timeout <= 0:
-        raise InvalidRequest("total_timeout must be positive and cell_timeout not negative")
+    cell_timeout = seconds(body, "cell_timeout", 0, zero_allowed=True)
+    total_timeout = seconds(body, "total_timeout", 45)
     if field(body, "kernel", (str,), "python3") != "python3":
         raise InvalidRequest("kernel must be python3")
     if field(body, "files", (dict,), {}) or field(body, "fetch_files", (list,), []):
@@ -179,9 +189,8 @@ async def within(call: Awaitable[T], seconds: float) -> T:
 
 
 class SandboxFusionFront:
-    def __init__(self, dispatcher: Dispatcher, policies: Policies) -> None:
+    def __init__(self, dispatcher: Dispatcher) -> None:
         self.dispatcher = dispatcher
-        self.policies = policies
 
     def routes(self) -> list[Route]:
         return [Route("/run_code", self.run_code, methods=["POST"]),
@@ -202,7 +211,7 @@ class SandboxFusionFront:
         """The reply to what handle(caller, body) answers: HTTP 200 with it, 504 when it came
         too late, a refused request with the front's status for its error."""
         try:
-            caller, body = await read_json(request, self.policies)
+            caller, body = read_json(request)
             return self.reply(200, await handle(caller, body))
         except TooLate as exc:
             return self.reply(504, sandbox_error(str(exc)))

@@ -122,10 +122,15 @@ class Scheduler:
                 break
             pool.replace_later(worker)  # died while idle
         queued_s = time.monotonic() - arrived
-        # The worker's turn runs to its end even if the caller goes away, so the
-        # worker is never left between a request and its reply.
+        # The worker's turn runs to its end even if the caller goes away, so the worker is
+        # never left between a request and its reply; the program is killed, so that end
+        # comes at once.
         turn = asyncio.get_running_loop().create_task(pool.turn(worker, request))
-        reply = await asyncio.shield(turn)
+        try:
+            reply = await asyncio.shield(turn)
+        except asyncio.CancelledError:
+            worker.cancel_call()
+            raise
         reply["queued_us"] = int(queued_s * 1e6)
         return reply
 

@@ -1,0 +1,265 @@
+"""The door every HTTP front's request passes, before the front reads it.
+
+In this order, each refusal a JSON `{"detail": ...}` with its status (a 401 as RFC 6750
+has it: `{"error": "invalid_token", "error_description": ...}` and `WWW-Authenticate`),
+counted in `toolserver_http_refused_total{reason}`:
+
+1. Host (421): a loopback name, the bound host or one of http.allowed_hosts, so that a
+   page whose name was rebound to this address (DNS rebinding) is not answered. A server
+   bound to every interface with caller tokens takes any Host: a rebound page has no token.
+2. Origin (403): a browser's request is served only from http.allowed_origins (empty by
+   default), so no page on another site can post code to an open server; clients that are
+   not browsers send no Origin.
+3. The caller's bearer token (401), on every route but the health checks `/v1/ping` and
+   `/ping`, before anything of the body is read.
+4. For a JSON route: `Content-Type: application/json` (415, which also makes a browser
+   preflight every cross-site request), a body no larger than the route's limit (413,
+   told by Content-Length before reading, and counted while reading a chunked one),
+   whole within http.body_timeout_s (408), within what all bodies in flight may hold
+   together (503), and of no more JSON values than http.max_json_values (413). A body that
+   is not JSON within the other rules (depth, no NaN, no lone surrogates) is answered by
+   its front, in that front's form (400).
+
+The parsed body and the caller go to the front in the request's scope. While the front
+answers, the door listens for the client: one that hangs up cancels the request, so its
+calls that wait are dropped, those running are killed, and a notebook's kernel closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any, Callable
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from toolserver.config import Settings
+from toolserver.errors import InvalidRequest, Unauthenticated
+from toolserver.fronts.http_listener import THROTTLED
+from toolserver.fronts.strict_json import JsonRefused, parse_limited
+from toolserver.metrics import ServerMetrics
+from toolserver.policy import CallerPolicy, Policies
+from toolserver.text import valid_text
+
+CALLER = "toolserver.caller"  # scope keys the door fills for the fronts
+BODY = "toolserver.body"
+HEALTH_PATHS = frozenset({"/v1/ping", "/ping"})  # open to orchestrators' probes: they answer "pong" and nothing else
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
+PARSE_INLINE_BYTES = 256 << 10  # larger bodies are parsed off the event loop
+
+
+class Refusal(Exception):
+    def __init__(self, status: int, reason: str, message: str, close: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.close = close  # the body was left unread: the connection cannot carry another request
+
+
+class BodyBudget:
+    """The bytes all requests' bodies may hold at once."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.held = 0
+
+    def take(self, size: int) -> None:
+        if self.held + size > self.max_bytes:
+            raise Refusal(503, "bodies_in_flight", "the server is reading too many request bodies at once: retry",
+                          close=True)
+        self.held += size
+
+    def give_back(self, size: int) -> None:
+        self.held -= size
+
+
+def host_name(host: str) -> str:
+    """The name of a Host header's value, without its port."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host.partition("]")[0] + "]"
+    return host.rpartition(":")[0] if host.count(":") == 1 else host
+
+
+class HttpGuard:
+    """ASGI middleware in front of the fronts' routes."""
+
+    def __init__(self, app: ASGIApp, settings: Settings, policies: Policies, metrics: ServerMetrics,
+                 json_routes: dict[str, bool]) -> None:
+        """json_routes: the POST paths that take a JSON body, each with whether it is a batch."""
+        self.app = app
+        self.limits = settings.http
+        self.policies = policies
+        self.metrics = metrics
+        self.json_routes = json_routes
+        bound = settings.http.host.lower()
+        self.any_host = "*" in settings.http.allowed_hosts or (bound in WILDCARD_HOSTS and not policies.open)
+        self.hosts = LOOPBACK_NAMES | {host_name(name) for name in settings.http.allowed_hosts} | (
+            set() if bound in WILDCARD_HOSTS else {host_name(bound if ":" not in bound else f"[{bound}]")})
+        self.origins = frozenset(origin.rstrip("/").lower() for origin in settings.http.allowed_origins)
+        self.budget = BodyBudget(settings.http.max_bodies_mb << 20)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        held = 0
+        try:
+            headers = Headers(scope=scope)
+            caller = self.admit(scope, headers)
+            batch = self.json_routes.get(scope["path"]) if scope["method"] == "POST" else None
+            if batch is None:
+                scope[CALLER] = caller
+                await self.app(scope, receive, send)
+                return
+            held, body = await self.read_body(headers, receive, batch)
+            scope[CALLER] = caller
+            scope[BODY] = await self.parse(body)
+        except Refusal as refusal:
+            self.budget.give_back(held)
+            await self.refuse(refusal, scope, receive, send)
+            return
+        try:
+            await self.answer_while_connected(scope, body, receive, send)
+        finally:
+            self.budget.give_back(held)
+
+    def admit(self, scope: Scope, headers: Headers) -> CallerPolicy | None:
+        """The caller, once Host, Origin and token pass; raises Refusal."""
+        host = headers.get("host")
+        if host is not None and not self.any_host and host_name(host) not in self.hosts:
+            raise Refusal(421, "host", f"Host {valid_text(host)[:100]!r} is not served here: add it to "
+                                       "http.allowed_hosts")
+        origin = headers.get("origin")
+        if origin is not None and origin.rstrip("/").lower() not in self.origins:
+            raise Refusal(403, "origin", f"requests from origin {valid_text(origin)[:100]!r} are not served: add it "
+                                         "to http.allowed_origins")
+        if scope["path"] in HEALTH_PATHS:
+            return None
+        try:
+            return self.policies.authenticate(headers.items())
+        except Unauthenticated as exc:
+            raise Refusal(401, "token", str(exc)) from None
+
+    async def read_body(self, headers: Headers, receive: Receive, batch: bool) -> tuple[int, bytes]:
+        """The bytes the body holds in the budget, and the body; raises Refusal."""
+        media_type = headers.get("content-type", "").partition(";")[0].strip().lower()
+        if media_type != "application/json":
+            raise Refusal(415, "content_type", "the body must be JSON, sent with Content-Type: application/json",
+                          close=True)
+        limit_mb = self.limits.max_batch_body_mb if batch else self.limits.max_body_mb
+        limit = limit_mb << 20
+        too_large = Refusal(413, "body_too_large", f"the body is larger than this route's {limit_mb} MiB "
+                                                   f"(http.{'max_batch_body_mb' if batch else 'max_body_mb'})",
+                            close=True)
+        declared = headers.get("content-length")
+        held = 0
+        if declared is not None and declared.isdigit():
+            if int(declared) > limit:
+                raise too_large
+            self.budget.take(int(declared))
+            held = int(declared)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(self.limits.body_timeout_s):
+                more = True
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise Refusal(499, "client_gone", "the client went away while sending its body")
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise too_large
+                    if size > held:
+                        self.budget.take(size - held)
+                        held = size
+                    chunks.append(chunk)
+                    more = message.get("more_body", False)
+        except TimeoutError:
+            raise Refusal(408, "body_timeout", f"the body did not arrive within http.body_timeout_s "
+                                               f"({self.limits.body_timeout_s:g} s)", close=True) from None
+        except Refusal:
+            self.budget.give_back(held)
+            raise
+        return held, b"".join(chunks)
+
+    async def parse(self, body: bytes) -> Any:
+        """The body's JSON, or the InvalidRequest that says why it is not, for the front to
+        answer in its own form; raises Refusal (413) for a body of too many values."""
+        parse: Callable[[], Any] = lambda: parse_limited(body, self.limits.max_json_values, self.limits.max_json_depth)
+        try:
+            if len(body) <= PARSE_INLINE_BYTES:
+                return parse()
+            return await asyncio.to_thread(parse)
+        except JsonRefused as exc:
+            if exc.too_large:
+                raise Refusal(413, "json_values", str(exc), close=False) from None
+            self.count("json", "HTTP request body refused: %s", str(exc))
+            return InvalidRequest(str(exc))
+
+    async def answer_while_connected(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        """Runs the app on the body already read; cancels it if the client hangs up before
+        its answer is out."""
+        pending = [body]
+        gone = asyncio.Event()
+        answered = False
+
+        async def replay() -> Message:
+            if pending:
+                return {"type": "http.request", "body": pending.pop(), "more_body": False}
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def sent(message: Message) -> None:
+            nonlocal answered
+            await send(message)
+            answered = answered or (message["type"] == "http.response.body" and not message.get("more_body"))
+
+        async def listen() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        answering = asyncio.ensure_future(self.app(scope, replay, sent))
+        listening = asyncio.ensure_future(listen())
+        try:
+            await asyncio.wait((answering, listening), return_when=asyncio.FIRST_COMPLETED)
+            if not answering.done() and not answered:
+                answering.cancel()
+                self.count("client_gone", "the client hung up before its answer: its request was cancelled")
+            with contextlib.suppress(asyncio.CancelledError):
+                await answering
+        finally:
+            listening.cancel()
+            answering.cancel()
+
+    async def refuse(self, refusal: Refusal, scope: Scope, receive: Receive, send: Send) -> None:
+        self.count(refusal.reason, "HTTP request refused (%d): %s", refusal.status, str(refusal))
+        if refusal.status == 499:
+            return  # nobody is there to answer
+        headers = {"connection": "close"} if refusal.close else {}
+        body: dict[str, str] = {"detail": valid_text(str(refusal))}
+        if refusal.status == 401:  # as RFC 6750 (and MCP's authorization) has it
+            headers["www-authenticate"] = 'Bearer error="invalid_token"'
+            body = {"error": "invalid_token", "error_description": body["detail"]}
+        if refusal.status == 503:
+            headers["retry-after"] = "1"
+        await JSONResponse(body, status_code=refusal.status, headers=headers)(scope, receive, send)
+
+    def count(self, reason: str, message: str, *args: object) -> None:
+        self.metrics.http_refused.labels(reason).inc()
+        THROTTLED.warning(reason, message, *args)
+
+
+def parsed_body(scope: Scope) -> tuple[CallerPolicy, Any]:
+    """The caller and the JSON body the door admitted for this request; raises
+    InvalidRequest where the body is not JSON within the limits."""
+    body = scope[BODY]
+    if isinstance(body, InvalidRequest):
+        raise body
+    return scope[CALLER], body

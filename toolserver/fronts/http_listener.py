@@ -1,0 +1,159 @@
+"""The HTTP fronts' listener: what a connection may hold and for how long.
+
+uvicorn with httptools (llhttp) parses requests strictly: a request with both
+Content-Length and Transfer-Encoding, or with bare LF line ends, is a 400 and the
+connection closes, so no request hides inside another. uvicorn itself bounds neither the
+connections nor a request's head, so its protocol class is extended here:
+
+- at most http.max_connections open at once; one past it is answered 503 and closed at
+  once, so a flood of idle connections holds no descriptor gRPC needs (the budget is
+  checked against RLIMIT_NOFILE at start-up);
+- a connection that sends nothing is closed after http.idle_timeout_s (uvicorn's
+  keep-alive timer, armed from the start rather than after a first response);
+- a request's line and headers arrive within http.header_timeout_s of its first byte
+  (408) and hold at most http.max_header_kb (431).
+
+What a request's body may be (its size, how fast it comes, its JSON) is the ASGI guard's
+(`toolserver.fronts.http_guard`). Every refusal is counted in
+`toolserver_http_refused_total{reason}` and logged at most once in ten seconds a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+from http import HTTPStatus
+from typing import Any
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from toolserver.config import Settings
+from toolserver.errors import ConfigError
+from toolserver.logs import Throttled
+from toolserver.metrics import ServerMetrics
+
+log = logging.getLogger(__name__)
+THROTTLED = Throttled(log)
+DESCRIPTORS_PER_SLOT = 16  # a jail's pipes, pidfd and kernel sockets, with room to spare
+DESCRIPTORS_RESERVED = 1024  # gRPC's connections, the metrics port, logs, Lean, the search indexes
+
+
+def refusal(status: int, message: str) -> bytes:
+    """A whole HTTP response that refuses a request and closes its connection."""
+    body = f"{message}\n".encode()
+    return (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\ncontent-type: text/plain; charset=utf-8\r\n"
+            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode() + body
+
+
+def connection_budget(settings: Settings) -> int:
+    """How many HTTP connections may be open at once: http.max_connections, less where
+    RLIMIT_NOFILE (raised to its hard limit first) leaves no room for them beside what the
+    rest of the server needs. Raises ConfigError where fewer than 64 would fit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return settings.http.max_connections
+    room = soft - DESCRIPTORS_RESERVED - DESCRIPTORS_PER_SLOT * settings.sandbox.slots
+    if room >= settings.http.max_connections:
+        return settings.http.max_connections
+    if room < 64:
+        raise ConfigError(f"RLIMIT_NOFILE {soft} leaves no room for HTTP connections beside the server's own "
+                          f"descriptors: raise it (ulimit -n) to at least "
+                          f"{soft - room + settings.http.max_connections}")
+    log.warning("RLIMIT_NOFILE %d holds %d HTTP connections beside the server's own descriptors, not "
+                "http.max_connections %d: raise it (ulimit -n) to serve more", soft, room,
+                settings.http.max_connections)
+    return room
+
+
+def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections: int) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with the listener's limits."""
+    limits = settings.http
+    max_head_bytes = limits.max_header_kb << 10
+
+    class GuardedProtocol(HttpToolsProtocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.turned_away = False
+            self.awaiting_head = True
+            self.head_bytes = 0
+            self.head_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            if len(self.connections) >= max_connections:
+                self.turned_away = True
+                self.transport = transport
+                self.count("connections", "HTTP connection refused: %d open, the most http.max_connections allows",
+                           len(self.connections))
+                transport.write(refusal(503, f"too many connections ({max_connections} open)"))
+                transport.close()
+                return
+            super().connection_made(transport)
+            self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive,
+                                                                self.timeout_keep_alive_handler)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.stop_head_timer()
+            if not self.turned_away:
+                super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self.turned_away or self.transport.is_closing():
+                return
+            self._unset_keepalive_if_required()
+            in_head = self.awaiting_head
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserUpgrade:
+                pass  # no upgrade is served: the request is answered as a plain one
+            except httptools.HttpParserError as exc:
+                self.turn_away(400, "malformed", f"malformed HTTP request: {exc}")
+                return
+            if in_head and self.awaiting_head:  # the head goes on past this data (parsed and buffered)
+                self.head_bytes += len(data)
+                if self.head_bytes > max_head_bytes:
+                    self.turn_away(431, "header_too_large",
+                                   f"request line and headers over http.max_header_kb ({limits.max_header_kb})")
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self.awaiting_head = True
+            self.head_bytes = 0
+            self.stop_head_timer()
+            self.head_timer = self.loop.call_later(limits.header_timeout_s, self.head_timed_out)
+
+        def on_headers_complete(self) -> None:
+            self.awaiting_head = False
+            self.stop_head_timer()
+            super().on_headers_complete()
+
+        def head_timed_out(self) -> None:
+            self.head_timer = None
+            self.turn_away(408, "header_timeout",
+                           f"request line and headers not complete within http.header_timeout_s "
+                           f"({limits.header_timeout_s:g} s)")
+
+        def stop_head_timer(self) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+
+        def turn_away(self, status: int, reason: str, message: str) -> None:
+            self.count(reason, "HTTP request refused (%d): %s", status, message)
+            if not self.transport.is_closing():
+                if self.cycle is None or self.cycle.response_complete:
+                    self.transport.write(refusal(status, message))
+                self.transport.close()
+
+        def count(self, reason: str, message: str, *args: object) -> None:
+            metrics.http_refused.labels(reason).inc()
+            THROTTLED.warning(reason, message, *args)
+
+    return GuardedProtocol
