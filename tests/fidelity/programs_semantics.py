@@ -260,6 +260,9 @@ EXITS = [
     Program("exit_uncaught_exception", "def parse(s):\n    return int(s)\n\nprint('parsing')\nparse('twelve')\n"),
     Program("exit_keyboard_interrupt", "print('about to be interrupted')\nraise KeyboardInterrupt\n"),
     Program("exit_sigterm_self", "import os, signal, sys\nprint('flushed', flush=True)\nos.kill(os.getpid(), signal.SIGTERM)\n"),
+    Program("exit_sigusr1_self", "import os, signal\nprint('flushed', flush=True)\nos.kill(os.getpid(), signal.SIGUSR1)\n"),
+    Program("sigusr1_handled", "import os, signal\nsignal.signal(signal.SIGUSR1, lambda n, f: print('caught', n))\n"
+                               "os.kill(os.getpid(), signal.SIGUSR1)\nprint('after')\n"),
     Program("exit_abort", "import os, sys\nprint('aborting', file=sys.stderr)\nos.abort()\n"),
     Program("exit_syntax_error", "def f(:\n    pass\n"),
     Program("exit_indentation_error", "if True:\nprint('not indented')\n"),

@@ -23,6 +23,9 @@ def test_nulls_and_defaults_are_sandbox_fusions():
 
 
 @pytest.mark.parametrize("body", [{"code": 1}, {"code": "1", "stdin": 3}, {"code": "1", "run_timeout": True},
+                                  {"code": "1", "run_timeout": 1e300}, {"code": "1", "run_timeout": 0},
+                                  {"code": "1", "compile_timeout": -1}, {"code": "1", "memory_limit_MB": 1e300},
+                                  {"code": "1", "memory_limit_MB": -2},
                                   {"code": "1", "fetch_files": [3]}, {"code": "1", "files": {"a": "not base64!"}},
                                   {"code": "1", "files": {"a": 7}}, "print(1)"])
 def test_malformed_requests_are_invalid(body):
@@ -74,7 +77,8 @@ def test_a_jupyter_request_has_sandbox_fusions_defaults():
 
 
 @pytest.mark.parametrize("body", [{"cells": [1]}, {"cells": "1"}, {"cells": ["1"], "kernel": "ir"},
-                                  {"cells": ["1"], "total_timeout": 0}, {"cells": ["1"], "files": {"a": "aGk="}}])
+                                  {"cells": ["1"], "total_timeout": 0}, {"cells": ["1"], "files": {"a": "aGk="}},
+                                  {"cells": ["1"], "total_timeout": 1e300}, {"cells": ["1"], "cell_timeout": -1}])
 def test_malformed_jupyter_requests_are_invalid(body):
     with pytest.raises(InvalidRequest):
         run_jupyter_request(body)

@@ -174,3 +174,17 @@ async def test_a_freed_worker_goes_to_the_longest_waiting_call_that_is_still_the
     assert done_order == ["1", "2"] and (await slow)["outcome"] == "OK" and gone.cancelled()
     assert pools[WARM].stats().size == 1 and scheduler.waiting == 0
     assert (await scheduler.run(WARM, request("3")))["value"] == "3"
+
+
+async def test_a_running_call_whose_caller_goes_away_is_killed_and_frees_its_worker(started, sandbox_slots):
+    scheduler = Scheduler(max_queue=64, held_s=30.0)
+    pools = await started(scheduler, {SLIM: sandbox_slots(1)})
+    gone = asyncio.ensure_future(scheduler.run(SLIM, request("import time\ntime.sleep(50)", "gone", timeout_ms=60_000)))
+    while not pools[SLIM].busy_until():
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)  # its program is sleeping
+    gone.cancel()
+    began = time.monotonic()
+    reply = await scheduler.run(SLIM, request("2 + 2", "next"))
+    assert reply["value"] == "4" and time.monotonic() - began < 20  # not the 50 s the sleep had left
+    assert gone.cancelled() and pools[SLIM].restarts == 0  # the same worker, answered at once

@@ -31,9 +31,10 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
     try:
         import uvicorn
         from starlette.applications import Starlette
+        from starlette.routing import Route
 
         from toolserver.fronts.code_judge import BATCH_PATHS, CodeJudgeFront
-        from toolserver.fronts.http_guard import WILDCARD_HOSTS, HttpGuard
+        from toolserver.fronts.http_guard import WILDCARD_HOSTS, HttpGuard, JsonRoute
         from toolserver.fronts.http_listener import connection_budget, guarded_protocol
         from toolserver.fronts.retrieve import RetrieveFront
         from toolserver.fronts.sandbox_fusion import SandboxFusionFront
@@ -47,6 +48,7 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
         def capture_signals(self) -> contextlib.AbstractContextManager[None]:
             return contextlib.nullcontext()
 
+    mcp: list[Route] = []
     routes = (SandboxFusionFront(dispatcher).routes() + CodeJudgeFront(dispatcher, settings).routes()
               + RetrieveFront(dispatcher).routes())
     try:
@@ -56,9 +58,11 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
             raise
         mcp_endpoint = f"MCP endpoint off ({exc.name} is not installed: pip install 'toolserver[mcp]')"
     else:
-        routes += await mcp_routes(settings, dispatcher, policies, stack)
+        mcp = await mcp_routes(settings, dispatcher, policies, stack)
+        routes += mcp
         mcp_endpoint = "MCP /mcp (streamable HTTP)"
-    json_routes = {route.path: route.path in BATCH_PATHS for route in routes if "POST" in (route.methods or ())}
+    json_routes = {route.path: JsonRoute(batch=route.path in BATCH_PATHS, reads_raw=route in mcp)
+                   for route in routes if "POST" in (route.methods or ())}
     app = HttpGuard(Starlette(routes=routes), settings, policies, dispatcher.metrics, json_routes)
     max_connections = connection_budget(settings)
     config = uvicorn.Config(app, host=settings.http.host, port=settings.http.port, lifespan="off",

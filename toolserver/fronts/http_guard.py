@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from starlette.datastructures import Headers
@@ -49,6 +50,15 @@ HEALTH_PATHS = frozenset({"/v1/ping", "/ping"})  # open to orchestrators' probes
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
 PARSE_INLINE_BYTES = 256 << 10  # larger bodies are parsed off the event loop
+
+
+@dataclass(frozen=True)
+class JsonRoute:
+    """A POST route that takes a JSON body."""
+
+    batch: bool = False      # a code-judge batch: http.max_batch_body_mb, not http.max_body_mb
+    reads_raw: bool = False  # its app parses the raw body itself (MCP's SDK): a body that is not
+                             # JSON within the limits is refused here, not handed to the front
 
 
 class Refusal(Exception):
@@ -88,8 +98,7 @@ class HttpGuard:
     """ASGI middleware in front of the fronts' routes."""
 
     def __init__(self, app: ASGIApp, settings: Settings, policies: Policies, metrics: ServerMetrics,
-                 json_routes: dict[str, bool]) -> None:
-        """json_routes: the POST paths that take a JSON body, each with whether it is a batch."""
+                 json_routes: dict[str, JsonRoute]) -> None:
         self.app = app
         self.limits = settings.http
         self.policies = policies
@@ -110,14 +119,16 @@ class HttpGuard:
         try:
             headers = Headers(scope=scope)
             caller = self.admit(scope, headers)
-            batch = self.json_routes.get(scope["path"]) if scope["method"] == "POST" else None
-            if batch is None:
+            route = self.json_routes.get(scope["path"]) if scope["method"] == "POST" else None
+            if route is None:
                 scope[CALLER] = caller
                 await self.app(scope, receive, send)
                 return
-            held, body = await self.read_body(headers, receive, batch)
+            held, body = await self.read_body(headers, receive, route.batch)
             scope[CALLER] = caller
             scope[BODY] = await self.parse(body)
+            if route.reads_raw and isinstance(scope[BODY], InvalidRequest):
+                raise Refusal(400, "json", str(scope[BODY]))
         except Refusal as refusal:
             self.budget.give_back(held)
             await self.refuse(refusal, scope, receive, send)
@@ -198,8 +209,7 @@ class HttpGuard:
             return await asyncio.to_thread(parse)
         except JsonRefused as exc:
             if exc.too_large:
-                raise Refusal(413, "json_values", str(exc), close=False) from None
-            self.count("json", "HTTP request body refused: %s", str(exc))
+                raise Refusal(413, "json_values", str(exc)) from None
             return InvalidRequest(str(exc))
 
     async def answer_while_connected(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
@@ -261,5 +271,5 @@ def parsed_body(scope: Scope) -> tuple[CallerPolicy, Any]:
     InvalidRequest where the body is not JSON within the limits."""
     body = scope[BODY]
     if isinstance(body, InvalidRequest):
-        raise body
+        raise InvalidRequest(str(body))
     return scope[CALLER], body

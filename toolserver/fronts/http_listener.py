@@ -81,14 +81,15 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
     class GuardedProtocol(HttpToolsProtocol):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.turned_away = False
+            self.turned_away = False  # refused: nothing more it sends is read
+            self.refused_at_once = False  # refused as it connected: uvicorn never knew it
             self.awaiting_head = True
             self.head_bytes = 0
             self.head_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             if len(self.connections) >= max_connections:
-                self.turned_away = True
+                self.turned_away = self.refused_at_once = True
                 self.transport = transport
                 self.count("connections", "HTTP connection refused: %d open, the most http.max_connections allows",
                            len(self.connections))
@@ -101,11 +102,11 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
 
         def connection_lost(self, exc: Exception | None) -> None:
             self.stop_head_timer()
-            if not self.turned_away:
+            if not self.refused_at_once:
                 super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
-            if self.turned_away or self.transport.is_closing():
+            if self.turned_away:
                 return
             self._unset_keepalive_if_required()
             in_head = self.awaiting_head
@@ -114,7 +115,8 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
             except httptools.HttpParserUpgrade:
                 pass  # no upgrade is served: the request is answered as a plain one
             except httptools.HttpParserError as exc:
-                self.turn_away(400, "malformed", f"malformed HTTP request: {exc}")
+                if not self.turned_away:  # else a callback failed on the request turned away
+                    self.turn_away(400, "malformed", f"malformed HTTP request: {exc}")
                 return
             if in_head and self.awaiting_head:  # the head goes on past this data (parsed and buffered)
                 self.head_bytes += len(data)
@@ -132,7 +134,19 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
         def on_headers_complete(self) -> None:
             self.awaiting_head = False
             self.stop_head_timer()
+            if len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers) > max_head_bytes:
+                self.turn_away(431, "header_too_large", f"request line and headers over http.max_header_kb "
+                                                        f"({limits.max_header_kb})")
+                return
             super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            if not self.turned_away:
+                super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            if not self.turned_away:
+                super().on_message_complete()
 
         def head_timed_out(self) -> None:
             self.head_timer = None
@@ -146,6 +160,7 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
                 self.head_timer = None
 
         def turn_away(self, status: int, reason: str, message: str) -> None:
+            self.turned_away = True
             self.count(reason, "HTTP request refused (%d): %s", status, message)
             if not self.transport.is_closing():
                 if self.cycle is None or self.cycle.response_complete:
