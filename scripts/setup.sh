@@ -2,7 +2,8 @@
 # Sets up everything the server needs on a Debian machine; safe to run again.
 #   - Debian packages: firejail, openssl (the TLS tests make certificates), python3-venv
 #   - a virtual environment outside /root (the jail hides /root), with the package and
-#     the extras in $TOOLSERVER_EXTRAS (default: dev,http; the tests add mcp, dense, trainer and hf)
+#     the extras in $TOOLSERVER_EXTRAS (default: dev,http,mcp: every front the quick start
+#     serves; the tests add dense, trainer, hf and the engines)
 #   - the calls' runtime: an environment of its own ($TOOLSERVER_RUNTIME, default
 #     /opt/toolserver/runtime, the server's default python.interpreter) from
 #     sandbox/runtime/requirements.txt, and torch.txt unless TOOLSERVER_RUNTIME_TORCH=0
@@ -11,7 +12,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TOOLSERVER_VENV:-/opt/toolserver/venv}"
-EXTRAS="${TOOLSERVER_EXTRAS:-dev,http}"
+EXTRAS="${TOOLSERVER_EXTRAS:-dev,http,mcp}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
 

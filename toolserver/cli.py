@@ -259,10 +259,17 @@ COMMANDS = {"serve": cmd_serve, "call": cmd_call, "tools": cmd_tools, "info": cm
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        status = COMMANDS[args.command](args)
+        sys.stdout.flush()  # here, where a reader that went away is handled below
+        return status
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`toolserver tools | head`): stop quietly, as shell tools do;
+        # stdout goes to /dev/null so that the interpreter's last flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":

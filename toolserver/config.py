@@ -257,6 +257,7 @@ class HttpSettings:
     header_timeout_s: float = 10.0    # a request's line and headers arrive within this (else 408)
     idle_timeout_s: float = 5.0       # a kept-alive connection with no request in it is closed after this
     body_timeout_s: float = 60.0      # a request's body arrives within this of its headers (else 408)
+    send_timeout_s: float = 60.0      # a client that reads none of its answer for this long is dropped
     max_header_kb: int = 64           # request line and headers together (else 431)
     max_body_mb: int = 8              # one call's request (twice server.max_message_bytes' default,
                                       # for JSON escapes and base64 files); else 413
@@ -340,7 +341,8 @@ class Settings:
             raise ConfigError(f"metrics.port must be 0-65535 (0: any free port), got {self.metrics.port}")
         if not 0 <= self.http.port <= 65535:
             raise ConfigError(f"http.port must be 0-65535 (0: no HTTP fronts), got {self.http.port}")
-        for name in ("max_connections", "header_timeout_s", "idle_timeout_s", "body_timeout_s", "max_header_kb",
+        for name in ("max_connections", "header_timeout_s", "idle_timeout_s", "body_timeout_s", "send_timeout_s",
+                     "max_header_kb",
                      "max_body_mb", "max_batch_body_mb", "max_bodies_mb", "max_json_values", "max_json_depth"):
             if getattr(self.http, name) <= 0:
                 raise ConfigError(f"http.{name} must be positive, got {getattr(self.http, name)}")

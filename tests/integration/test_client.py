@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import grpc
 import pytest
 
@@ -161,3 +165,15 @@ async def test_async_execute_resends_a_not_started_call():
         with pytest.raises(PermissionDenied):
             await client.run_python("1")
         assert client.connection.stub.calls == 1
+
+
+def test_the_cli_stops_quietly_when_its_reader_goes_away(server):
+    """`toolserver tools | head`: a reader that closes early ends the command without a traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # gone before the first write
+    try:
+        done = subprocess.run([sys.executable, "-m", "toolserver", "tools", "--target", server.target],
+                              stdout=write_end, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1 and done.stderr == b""

@@ -24,6 +24,7 @@ max_connections = 200
 header_timeout_s = 3.0
 idle_timeout_s = 3.0
 body_timeout_s = 4.0
+send_timeout_s = 3.0
 [limits]
 timeout_ms = 60000
 [defaults]
@@ -195,6 +196,26 @@ def test_a_client_that_sends_half_its_body_is_answered_408(guarded):
         sock.sendall(head("POST", "/run_code", {**BOB, "Content-Type": "application/json"}, 1000) + b'{"code": "')
         answer = read_all(sock, 15)
     assert status_of(answer) == 408 and b"body_timeout_s" in answer and time.monotonic() - began < 10
+
+
+def test_a_client_that_reads_none_of_its_answer_is_dropped(guarded):
+    body = json.dumps({"code": "open('big.bin', 'wb').write(bytes(10 << 20))", "fetch_files": ["big.bin"]}).encode()
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", guarded.port))
+    try:
+        sock.sendall(head("POST", "/run_code", {**BOB, "Content-Type": "application/json"}, len(body)) + body)
+        deadline = time.monotonic() + 60
+        while (guarded.metric('toolserver_http_refused_total{reason="send_timeout"}') == 0
+               and time.monotonic() < deadline):
+            time.sleep(0.5)
+        assert guarded.metric('toolserver_http_refused_total{reason="send_timeout"}') == 1
+        received = read_all(sock, 30)  # what the kernels still held, then the end
+        assert len(received) < 13 << 20  # of an answer of more than 13 MiB (10 MiB in base64)
+        sock.settimeout(5)
+        assert sock.recv(1) == b""  # closed by the server
+    finally:
+        sock.close()
 
 
 def test_headers_past_their_limit_are_431(guarded):
@@ -409,6 +430,17 @@ def test_fuzzed_bodies_never_crash_a_front(open_door, path, body):
     reply = requests.post(f"{open_door.url}{path}", json=body, timeout=90)
     assert reply.status_code < 500 or reply.status_code in (503, 504), (reply.status_code, reply.text[:300])
     assert reply.headers["content-type"].startswith("application/json")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(tool=st.sampled_from(["python", "search", "lean", "python_session_close", "nothing"]),
+       arguments=st.dictionaries(st.sampled_from(["code", "session_id", "query", "index", "top_k", "header",
+                                                  "timeout_s"]), VALUES, max_size=4) | VALUES)
+def test_fuzzed_mcp_calls_never_crash(open_door, tool, arguments):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    reply = requests.post(f"{open_door.url}/mcp", json=body, timeout=150,
+                          headers={"Accept": "application/json, text/event-stream"})
+    assert reply.status_code < 500, (reply.status_code, reply.text[:300])
 
 
 def test_after_the_attacks_the_servers_are_whole(guarded, open_door):

@@ -128,6 +128,7 @@ async def test_tokens_are_checked_before_the_body_on_every_route_but_health():
     assert status == 401 and json.loads(body)["error"] == "invalid_token" and "www-authenticate" in head
     assert (await call(door, path="/status", method="GET"))[0] == 401
     assert (await call(door, path="/v1/ping", method="GET"))[0] == 200
+    assert (await call(door, path="/ping", method="GET", headers={"host": "10.1.2.3:8080"}))[0] == 200  # a probe
     assert (await call(door, headers={**JSON, "authorization": f"Bearer {TOKENS['bob']}"}))[0] == 200
     assert [scope[CALLER].name for scope in front.seen if scope[CALLER]] == ["bob"]
 
@@ -145,6 +146,7 @@ async def test_a_body_over_its_routes_limit_is_413_before_or_while_reading():
     megabyte = b" " * (1 << 20)
     assert (await call(door, headers=JSON, chunks=(megabyte, megabyte)))[0] == 413
     assert (await call(door, path="/run/batch", headers=JSON, chunks=(b"{}", megabyte)))[0] == 200
+    assert door.budget.held == 0
 
 
 async def test_bodies_in_flight_share_one_budget():
@@ -163,7 +165,7 @@ async def test_a_slow_body_is_408():
     status, _, body = await call(door, headers=JSON, chunks=(b'{"code"', b': "1"}'), hang_up_after_s=5)
     assert status == 200  # both chunks in time
     status, _, body = await call(door, headers={**JSON, "content-length": "100"}, chunks=(b'{"code"',), complete=False)
-    assert status == 408 and "body_timeout_s" in json.loads(body)["detail"]
+    assert status == 408 and "body_timeout_s" in json.loads(body)["detail"] and door.budget.held == 0
 
 
 async def test_json_errors_go_to_the_front_but_raw_readers_get_400():

@@ -10,8 +10,10 @@ counted in `toolserver_http_refused_total{reason}`:
 2. Origin (403): a browser's request is served only from http.allowed_origins (empty by
    default), so no page on another site can post code to an open server; clients that are
    not browsers send no Origin.
-3. The caller's bearer token (401), on every route but the health checks `/v1/ping` and
-   `/ping`, before anything of the body is read.
+3. The caller's bearer token (401), before anything of the body is read.
+
+The health checks `/v1/ping` and `/ping` pass all three: an orchestrator's probe names
+the pod's address as its Host, and their "pong" tells a page nothing.
 4. For a JSON route: `Content-Type: application/json` (415, which also makes a browser
    preflight every cross-site request), a body no larger than the route's limit (413,
    told by Content-Length before reading, and counted while reading a chunked one),
@@ -140,6 +142,8 @@ class HttpGuard:
 
     def admit(self, scope: Scope, headers: Headers) -> CallerPolicy | None:
         """The caller, once Host, Origin and token pass; raises Refusal."""
+        if scope["path"] in HEALTH_PATHS:
+            return None  # an orchestrator's probe names the pod's address; "pong" tells a page nothing
         host = headers.get("host")
         if host is not None and not self.any_host and host_name(host) not in self.hosts:
             raise Refusal(421, "host", f"Host {valid_text(host)[:100]!r} is not served here: add it to "
@@ -148,8 +152,6 @@ class HttpGuard:
         if origin is not None and origin.rstrip("/").lower() not in self.origins:
             raise Refusal(403, "origin", f"requests from origin {valid_text(origin)[:100]!r} are not served: add it "
                                          "to http.allowed_origins")
-        if scope["path"] in HEALTH_PATHS:
-            return None
         try:
             return self.policies.authenticate(headers.items())
         except Unauthenticated as exc:
@@ -192,9 +194,10 @@ class HttpGuard:
                     chunks.append(chunk)
                     more = message.get("more_body", False)
         except TimeoutError:
+            self.budget.give_back(held)
             raise Refusal(408, "body_timeout", f"the body did not arrive within http.body_timeout_s "
                                                f"({self.limits.body_timeout_s:g} s)", close=True) from None
-        except Refusal:
+        except BaseException:  # a refusal, or the server stopping
             self.budget.give_back(held)
             raise
         return held, b"".join(chunks)

@@ -11,7 +11,9 @@ connections nor a request's head, so its protocol class is extended here:
 - a connection that sends nothing is closed after http.idle_timeout_s (uvicorn's
   keep-alive timer, armed from the start rather than after a first response);
 - a request's line and headers arrive within http.header_timeout_s of its first byte
-  (408) and hold at most http.max_header_kb (431).
+  (408) and hold at most http.max_header_kb (431);
+- a client that reads none of its answer for http.send_timeout_s, while the answer waits
+  in the server's buffer, is dropped.
 
 What a request's body may be (its size, how fast it comes, its JSON) is the ASGI guard's
 (`toolserver.fronts.http_guard`). Every refusal is counted in
@@ -86,6 +88,7 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
             self.awaiting_head = True
             self.head_bytes = 0
             self.head_timer: asyncio.TimerHandle | None = None
+            self.send_timer: asyncio.TimerHandle | None = None  # armed while the client reads nothing
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             if len(self.connections) >= max_connections:
@@ -102,6 +105,8 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
 
         def connection_lost(self, exc: Exception | None) -> None:
             self.stop_head_timer()
+            if self.send_timer is not None:
+                self.send_timer.cancel()
             if not self.refused_at_once:
                 super().connection_lost(exc)
 
@@ -147,6 +152,22 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
         def on_message_complete(self) -> None:
             if not self.turned_away:
                 super().on_message_complete()
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            self.send_timer = self.loop.call_later(limits.send_timeout_s, self.send_timed_out)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self.send_timer is not None:
+                self.send_timer.cancel()
+                self.send_timer = None
+
+        def send_timed_out(self) -> None:
+            self.send_timer = None
+            self.count("send_timeout", "HTTP client dropped: it read nothing of its answer for http.send_timeout_s "
+                                       "(%g s)", limits.send_timeout_s)
+            self.transport.abort()
 
         def head_timed_out(self) -> None:
             self.head_timer = None
