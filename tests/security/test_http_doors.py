@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -349,8 +350,20 @@ def test_a_rebound_host_name_is_refused(open_door):
 # Callers who hang up
 
 
+def sleepers() -> int:
+    """Processes on the host running `sleep 50` (what the batch's programs start)."""
+    return sum(1 for cmdline in Path("/proc").glob("[0-9]*/cmdline") if read_cmdline(cmdline) == b"sleep\x0050\x00")
+
+
+def read_cmdline(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
 def test_a_long_batch_whose_client_hangs_up_stops(guarded):
-    items = [{"type": "python", "solution": "import time\ntime.sleep(50)"} for _ in range(48)]
+    items = [{"type": "python", "solution": "import subprocess\nsubprocess.run(['sleep', '50'])"} for _ in range(48)]
     body = json.dumps({"submissions": items}).encode()
     with socket.create_connection(("127.0.0.1", guarded.port)) as sock:
         sock.sendall(head("POST", "/run/long-batch", {**BOB, "Content-Type": "application/json"}, len(body)) + body)
@@ -359,6 +372,9 @@ def test_a_long_batch_whose_client_hangs_up_stops(guarded):
             time.sleep(0.2)
         assert guarded.metric("toolserver_python_workers_busy") > 0
         assert guarded.metric("toolserver_python_queue_depth") > 0
+        while sleepers() == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert sleepers() > 0
     gone = time.monotonic()
     while time.monotonic() - gone < 20:  # the sleeps have 50 s to go
         if (guarded.metric("toolserver_python_workers_busy") == 0
@@ -367,11 +383,19 @@ def test_a_long_batch_whose_client_hangs_up_stops(guarded):
         time.sleep(0.2)
     assert guarded.metric("toolserver_python_workers_busy") == 0
     assert guarded.metric("toolserver_python_queue_depth") == 0
+    assert sleepers() == 0  # seen from the host: the programs' processes are gone, not only their calls
     assert guarded.metric('toolserver_http_refused_total{reason="client_gone"}') >= 1
     assert guarded.grpc_answers(TOKENS["bob"])
 
 
+def processes_of(users: set[str]) -> list[str]:
+    listed = subprocess.run(["ps", "-eo", "user:32=,args="], capture_output=True, text=True, check=True).stdout
+    return [line for line in listed.splitlines() if line.split(" ", 1)[0] in users]
+
+
 def test_a_notebook_whose_client_hangs_up_closes_its_kernel(guarded):
+    first = guarded.running.first_slot + 1 + guarded.running.workers  # the session slots follow the warm workers'
+    kernel_users = {f"tsbox{index}" for index in range(first, first + guarded.running.sessions)}
     body = json.dumps({"cells": ["import time\ntime.sleep(50)"], "total_timeout": 60}).encode()
     with socket.create_connection(("127.0.0.1", guarded.port)) as sock:
         sock.sendall(head("POST", "/run_jupyter", {**BOB, "Content-Type": "application/json"}, len(body)) + body)
@@ -380,10 +404,14 @@ def test_a_notebook_whose_client_hangs_up_closes_its_kernel(guarded):
             time.sleep(0.2)
         assert guarded.metric("toolserver_sessions_open") == 1
         time.sleep(1.0)  # the cell is running
+        assert processes_of(kernel_users)
     gone = time.monotonic()
     while guarded.metric("toolserver_sessions_open") and time.monotonic() - gone < 20:
         time.sleep(0.2)
     assert guarded.metric("toolserver_sessions_open") == 0
+    while time.monotonic() - gone < 20 and processes_of(kernel_users):
+        time.sleep(0.2)
+    assert processes_of(kernel_users) == []  # seen from the host: the kernel and its jail are gone
 
 
 # Framing and tokens
