@@ -24,8 +24,9 @@ __all__ = ["ConfigError", "Settings", "load_settings", "read_toml"]
 
 
 @dataclass(frozen=True)
-class CallLimits:
-    """Limits of one call. Callers may ask for less (Limits in the request), never more."""
+class LimitCaps:
+    """The server's caps on one call ([limits]). Callers may ask for less (Limits in the
+    request), never more; what one call gets is sandbox.calls.CallLimits."""
 
     timeout_ms: int = 10_000          # wall time; CPU time is capped at the same plus 1 s
     memory_mb: int = 1024             # address space on top of the warm interpreter
@@ -299,7 +300,7 @@ class Settings:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     python: PythonSettings = field(default_factory=PythonSettings)
     sessions: SessionSettings = field(default_factory=SessionSettings)
-    limits: CallLimits = field(default_factory=CallLimits)
+    limits: LimitCaps = field(default_factory=LimitCaps)
     defaults: DefaultLimits = field(default_factory=DefaultLimits)
 
     def worker_slots(self) -> int:
