@@ -219,6 +219,34 @@ def test_a_client_that_reads_none_of_its_answer_is_dropped(guarded):
         sock.close()
 
 
+def test_empty_lines_do_not_keep_a_connection_open(guarded):
+    """Bytes that begin no request (llhttp skips empty lines) leave the idle timer running."""
+    began = time.monotonic()
+    with socket.create_connection(("127.0.0.1", guarded.port)) as sock:
+        try:
+            for _ in range(20):
+                sock.sendall(b"\r\n")
+                time.sleep(0.5)
+        except OSError:
+            pass
+        assert read_all(sock, 10) == b""
+    assert time.monotonic() - began < 9
+
+
+def test_a_refused_request_with_its_body_unread_closes_its_connection(guarded):
+    with socket.create_connection(("127.0.0.1", guarded.port)) as sock:
+        sock.sendall(head("POST", "/run_code", {"Content-Type": "application/json"}, 100))  # no token, no body yet
+        answer = read_all(sock, 10)
+    assert status_of(answer) == 401 and b"connection: close" in answer
+
+
+def test_pipelined_requests_after_a_large_body_are_each_answered(guarded):
+    body = json.dumps({"code": "print(len('" + "x" * (100 << 10) + "'))"}).encode()
+    first = head("POST", "/run_code", {**BOB, "Content-Type": "application/json"}, len(body)) + body
+    answer = guarded.raw(first + head("GET", "/v1/ping", {}), wait_s=15)
+    assert answer.count(b"HTTP/1.1 200 OK") == 2 and b"102400" in answer and answer.endswith(b"pong")
+
+
 def test_headers_past_their_limit_are_431(guarded):
     answer = guarded.raw(b"GET /v1/ping HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * (100 << 10) + b"\r\n\r\n")
     assert status_of(answer) == 431

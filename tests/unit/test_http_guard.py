@@ -135,8 +135,9 @@ async def test_tokens_are_checked_before_the_body_on_every_route_but_health():
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data", ""])
 async def test_json_routes_take_only_json(content_type):
-    status, head, _ = await call(guard(Front()), headers={"content-type": content_type} if content_type else {})
-    assert status == 415 and head.get("connection") == "close"
+    headers = {"content-length": "2", **({"content-type": content_type} if content_type else {})}
+    status, head, _ = await call(guard(Front()), headers=headers)
+    assert status == 415 and head.get("connection") == "close"  # its body is left unread
 
 
 async def test_a_body_over_its_routes_limit_is_413_before_or_while_reading():
@@ -150,13 +151,23 @@ async def test_a_body_over_its_routes_limit_is_413_before_or_while_reading():
 
 
 async def test_bodies_in_flight_share_one_budget():
-    door = guard(Front(wait=True), **{"http.max_body_mb": 1, "http.max_batch_body_mb": 1, "http.max_bodies_mb": 1})
-    first = asyncio.ensure_future(call(door, headers={**JSON, "content-length": str(600 << 10)},
-                                       chunks=(b" " * (600 << 10),), hang_up_after_s=0.5))
-    await asyncio.sleep(0.1)
+    """A body holds its bytes while it is read and parsed, and through the call where the
+    front reads it raw (MCP)."""
+    front = Front(wait=True)
+    door = guard(front, **{"http.max_body_mb": 1, "http.max_batch_body_mb": 1, "http.max_bodies_mb": 1})
+    parsed = asyncio.ensure_future(call(door, headers={**JSON, "content-length": str(600 << 10)},
+                                        chunks=(b" " * (600 << 10) + b"{}",), hang_up_after_s=0.5))
+    while not front.seen:
+        await asyncio.sleep(0.01)
+    assert door.budget.held == 0  # parsed: its bytes are back while the call runs
+    raw = asyncio.ensure_future(call(door, path="/mcp", headers={**JSON, "content-length": str(600 << 10)},
+                                     chunks=(b" " * (600 << 10) + b"{}",), hang_up_after_s=0.5))
+    while len(front.seen) < 2:
+        await asyncio.sleep(0.01)
+    assert door.budget.held >= 600 << 10
     status, head, _ = await call(door, headers={**JSON, "content-length": str(600 << 10)}, chunks=(b"{}",))
-    assert status == 503 and head["retry-after"] == "1"
-    await first
+    assert status == 503 and head["retry-after"] == "1" and head["connection"] == "close"
+    await asyncio.gather(parsed, raw)
     assert door.budget.held == 0
 
 

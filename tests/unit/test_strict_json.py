@@ -55,3 +55,9 @@ def test_too_deep_is_refused():
     with pytest.raises(JsonRefused, match="nests 9 deep"):
         parse(b"[" * 9 + b"]" * 9)
     assert parse(b"[" * 8 + b"]" * 8) == [[[[[[[[]]]]]]]]
+
+
+def test_an_unterminated_string_of_escapes_is_refused_in_linear_time():
+    """A body of escaped quotes that never closes: a backtracking pattern would take minutes."""
+    with pytest.raises(JsonRefused):
+        parse(b'"' + b'\\"' * (256 << 10), values=10, depth=2)

@@ -18,7 +18,8 @@ the pod's address as its Host, and their "pong" tells a page nothing.
    preflight every cross-site request), a body no larger than the route's limit (413,
    told by Content-Length before reading, and counted while reading a chunked one),
    whole within http.body_timeout_s (408), within what all bodies in flight may hold
-   together (503), and of no more JSON values than http.max_json_values (413). A body that
+   together while read and parsed (503), and of no more JSON values than
+   http.max_json_values (413). A body that
    is not JSON within the other rules (depth, no NaN, no lone surrogates) is answered by
    its front, in that front's form (400).
 
@@ -64,11 +65,10 @@ class JsonRoute:
 
 
 class Refusal(Exception):
-    def __init__(self, status: int, reason: str, message: str, close: bool = False) -> None:
+    def __init__(self, status: int, reason: str, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
-        self.close = close  # the body was left unread: the connection cannot carry another request
 
 
 class BodyBudget:
@@ -80,12 +80,16 @@ class BodyBudget:
 
     def take(self, size: int) -> None:
         if self.held + size > self.max_bytes:
-            raise Refusal(503, "bodies_in_flight", "the server is reading too many request bodies at once: retry",
-                          close=True)
+            raise Refusal(503, "bodies_in_flight", "the server is reading too many request bodies at once: retry")
         self.held += size
 
     def give_back(self, size: int) -> None:
         self.held -= size
+
+
+def has_body(headers: Headers) -> bool:
+    """Whether the request says it carries a body."""
+    return "transfer-encoding" in headers or headers.get("content-length", "0") not in ("0", "")
 
 
 def host_name(host: str) -> str:
@@ -117,25 +121,30 @@ class HttpGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        headers = Headers(scope=scope)
         held = 0
+        body_read = False
         try:
-            headers = Headers(scope=scope)
-            caller = self.admit(scope, headers)
-            route = self.json_routes.get(scope["path"]) if scope["method"] == "POST" else None
-            if route is None:
+            try:
+                caller = self.admit(scope, headers)
+                route = self.json_routes.get(scope["path"]) if scope["method"] == "POST" else None
+                if route is None:
+                    scope[CALLER] = caller
+                    await self.app(scope, receive, send)
+                    return
+                held, body = await self.read_body(headers, receive, route.batch)
+                body_read = True
                 scope[CALLER] = caller
-                await self.app(scope, receive, send)
+                scope[BODY] = await self.parse(body)
+                if route.reads_raw and isinstance(scope[BODY], InvalidRequest):
+                    raise Refusal(400, "json", str(scope[BODY]))
+            except Refusal as refusal:
+                await self.refuse(refusal, scope, receive, send, close=not body_read and has_body(headers))
                 return
-            held, body = await self.read_body(headers, receive, route.batch)
-            scope[CALLER] = caller
-            scope[BODY] = await self.parse(body)
-            if route.reads_raw and isinstance(scope[BODY], InvalidRequest):
-                raise Refusal(400, "json", str(scope[BODY]))
-        except Refusal as refusal:
-            self.budget.give_back(held)
-            await self.refuse(refusal, scope, receive, send)
-            return
-        try:
+            if not route.reads_raw:  # the front reads the parsed body: the bytes go back now
+                self.budget.give_back(held)
+                held = 0
+                body = b""
             await self.answer_while_connected(scope, body, receive, send)
         finally:
             self.budget.give_back(held)
@@ -161,13 +170,11 @@ class HttpGuard:
         """The bytes the body holds in the budget, and the body; raises Refusal."""
         media_type = headers.get("content-type", "").partition(";")[0].strip().lower()
         if media_type != "application/json":
-            raise Refusal(415, "content_type", "the body must be JSON, sent with Content-Type: application/json",
-                          close=True)
+            raise Refusal(415, "content_type", "the body must be JSON, sent with Content-Type: application/json")
         limit_mb = self.limits.max_batch_body_mb if batch else self.limits.max_body_mb
         limit = limit_mb << 20
         too_large = Refusal(413, "body_too_large", f"the body is larger than this route's {limit_mb} MiB "
-                                                   f"(http.{'max_batch_body_mb' if batch else 'max_body_mb'})",
-                            close=True)
+                                                   f"(http.{'max_batch_body_mb' if batch else 'max_body_mb'})")
         declared = headers.get("content-length")
         held = 0
         if declared is not None and declared.isdigit():
@@ -196,7 +203,7 @@ class HttpGuard:
         except TimeoutError:
             self.budget.give_back(held)
             raise Refusal(408, "body_timeout", f"the body did not arrive within http.body_timeout_s "
-                                               f"({self.limits.body_timeout_s:g} s)", close=True) from None
+                                               f"({self.limits.body_timeout_s:g} s)") from None
         except BaseException:  # a refusal, or the server stopping
             self.budget.give_back(held)
             raise
@@ -251,11 +258,13 @@ class HttpGuard:
             listening.cancel()
             answering.cancel()
 
-    async def refuse(self, refusal: Refusal, scope: Scope, receive: Receive, send: Send) -> None:
+    async def refuse(self, refusal: Refusal, scope: Scope, receive: Receive, send: Send, close: bool) -> None:
+        """Answers the refusal; close: the request's body is left unread, so the connection
+        cannot carry another request."""
         self.count(refusal.reason, "HTTP request refused (%d): %s", refusal.status, str(refusal))
         if refusal.status == 499:
             return  # nobody is there to answer
-        headers = {"connection": "close"} if refusal.close else {}
+        headers = {"connection": "close"} if close else {}
         body: dict[str, str] = {"detail": valid_text(str(refusal))}
         if refusal.status == 401:  # as RFC 6750 (and MCP's authorization) has it
             headers["www-authenticate"] = 'Bearer error="invalid_token"'

@@ -8,8 +8,9 @@ connections nor a request's head, so its protocol class is extended here:
 - at most http.max_connections open at once; one past it is answered 503 and closed at
   once, so a flood of idle connections holds no descriptor gRPC needs (the budget is
   checked against RLIMIT_NOFILE at start-up);
-- a connection that sends nothing is closed after http.idle_timeout_s (uvicorn's
-  keep-alive timer, armed from the start rather than after a first response);
+- a connection that begins no request is closed after http.idle_timeout_s (uvicorn's
+  keep-alive timer, armed from the start rather than after a first response, and stopped
+  when a request begins rather than by any byte);
 - a request's line and headers arrive within http.header_timeout_s of its first byte
   (408) and hold at most http.max_header_kb (431);
 - a client that reads none of its answer for http.send_timeout_s, while the answer waits
@@ -85,10 +86,12 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
             super().__init__(*args, **kwargs)
             self.turned_away = False  # refused: nothing more it sends is read
             self.refused_at_once = False  # refused as it connected: uvicorn never knew it
-            self.awaiting_head = True
+            self.awaiting_head = False  # a request has begun and its head is not complete
+            self.head_began = False  # a request began in the data being parsed
             self.head_bytes = 0
             self.head_timer: asyncio.TimerHandle | None = None
-            self.send_timer: asyncio.TimerHandle | None = None  # armed while the client reads nothing
+            self.send_timer: asyncio.TimerHandle | None = None  # armed while the answer waits on the client
+            self.send_buffered = 0  # bytes of the answer waiting when the send timer was armed
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             if len(self.connections) >= max_connections:
@@ -113,8 +116,9 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
         def data_received(self, data: bytes) -> None:
             if self.turned_away:
                 return
-            self._unset_keepalive_if_required()
-            in_head = self.awaiting_head
+            # The idle timer stays armed until a request begins (on_message_begin): bytes that
+            # begin none (empty lines, a body left unread after an answer) do not stop it.
+            self.head_began = False
             try:
                 self.parser.feed_data(data)
             except httptools.HttpParserUpgrade:
@@ -123,15 +127,18 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
                 if not self.turned_away:  # else a callback failed on the request turned away
                     self.turn_away(400, "malformed", f"malformed HTTP request: {exc}")
                 return
-            if in_head and self.awaiting_head:  # the head goes on past this data (parsed and buffered)
+            if self.awaiting_head and not self.head_began:  # a head that goes on past its first data
                 self.head_bytes += len(data)
                 if self.head_bytes > max_head_bytes:
                     self.turn_away(431, "header_too_large",
                                    f"request line and headers over http.max_header_kb ({limits.max_header_kb})")
 
         def on_message_begin(self) -> None:
+            if self.turned_away:
+                return
+            self._unset_keepalive_if_required()
             super().on_message_begin()
-            self.awaiting_head = True
+            self.awaiting_head = self.head_began = True
             self.head_bytes = 0
             self.stop_head_timer()
             self.head_timer = self.loop.call_later(limits.header_timeout_s, self.head_timed_out)
@@ -139,6 +146,8 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
         def on_headers_complete(self) -> None:
             self.awaiting_head = False
             self.stop_head_timer()
+            if self.turned_away:
+                return
             if len(self.url) + sum(len(name) + len(value) + 4 for name, value in self.headers) > max_head_bytes:
                 self.turn_away(431, "header_too_large", f"request line and headers over http.max_header_kb "
                                                         f"({limits.max_header_kb})")
@@ -155,7 +164,7 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
 
         def pause_writing(self) -> None:
             super().pause_writing()
-            self.send_timer = self.loop.call_later(limits.send_timeout_s, self.send_timed_out)
+            self.arm_send_timer()
 
         def resume_writing(self) -> None:
             super().resume_writing()
@@ -163,14 +172,26 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
                 self.send_timer.cancel()
                 self.send_timer = None
 
+        def arm_send_timer(self) -> None:
+            self.send_buffered = self.transport.get_write_buffer_size()
+            self.send_timer = self.loop.call_later(limits.send_timeout_s, self.send_timed_out)
+
         def send_timed_out(self) -> None:
+            """A client that read some of its answer meanwhile gets another interval."""
             self.send_timer = None
+            if self.transport.is_closing():
+                return
+            if self.transport.get_write_buffer_size() < self.send_buffered:
+                self.arm_send_timer()
+                return
             self.count("send_timeout", "HTTP client dropped: it read nothing of its answer for http.send_timeout_s "
                                        "(%g s)", limits.send_timeout_s)
             self.transport.abort()
 
         def head_timed_out(self) -> None:
             self.head_timer = None
+            if self.transport.is_closing():
+                return
             self.turn_away(408, "header_timeout",
                            f"request line and headers not complete within http.header_timeout_s "
                            f"({limits.header_timeout_s:g} s)")

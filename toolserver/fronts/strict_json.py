@@ -16,7 +16,9 @@ import math
 import re
 from typing import Any
 
-STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A string, or an unterminated one to the end: possessive, so that no body makes it backtrack
+# (a body of escaped quotes that never closes would otherwise take quadratic time).
+STRING = re.compile(rb'"(?:[^"\\]++|\\.?)*+(?:"|\Z)', re.DOTALL)
 BRACKET = re.compile(rb"[\[\]{}]")
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 

@@ -129,7 +129,8 @@ class Scheduler:
         try:
             reply = await asyncio.shield(turn)
         except asyncio.CancelledError:
-            worker.cancel_call()
+            if not turn.done():  # else the worker may be running the next caller's call already
+                worker.cancel_call()
             raise
         reply["queued_us"] = int(queued_s * 1e6)
         return reply
