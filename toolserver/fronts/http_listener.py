@@ -173,6 +173,8 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
                 self.send_timer = None
 
         def arm_send_timer(self) -> None:
+            if self.send_timer is not None:
+                self.send_timer.cancel()
             self.send_buffered = self.transport.get_write_buffer_size()
             self.send_timer = self.loop.call_later(limits.send_timeout_s, self.send_timed_out)
 
