@@ -22,6 +22,10 @@ from toolserver.search.settings import SearchSettings
 
 __all__ = ["ConfigError", "Settings", "load_settings", "read_toml"]
 
+# The host values that bind loopback only, and those that bind every interface.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "[::1]", "localhost"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
+
 
 @dataclass(frozen=True)
 class LimitCaps:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from toolserver.v1 import toolserver_pb2 as pb
 
+UINT32_MAX = 2**32 - 1  # the largest value of the contract's uint32 fields (limits, top_k)
+
 SERVICE = pb.DESCRIPTOR.services_by_name["ToolServer"]
 SERVICE_NAME = SERVICE.full_name
 

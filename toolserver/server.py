@@ -27,7 +27,7 @@ from sandbox.jail import Slot, firejail_path
 from sandbox.selftest import Check, failed, run_self_test
 from sandbox.slots import discover_slots
 from sandbox.worker import ZygoteSpec
-from toolserver.config import Settings
+from toolserver.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, Settings
 from toolserver.contract import SERVICE_NAME
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import ConfigError
@@ -93,9 +93,6 @@ async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerStat
         log.error("refusing to run code: %s", state.reason)
 
 
-LOOPBACK_HOSTS = ("127.0.0.1", "::1", "[::1]", "localhost")
-
-
 def load_caller_policies(settings: Settings) -> Policies:
     """The validated policies; refuses an open server beyond loopback. Raises ConfigError."""
     policies = load_policies(settings.auth.policy_file or None)
@@ -120,7 +117,7 @@ def advertised_address(settings: Settings, port: int) -> str:
     if settings.server.advertise_address:
         return settings.server.advertise_address
     host = settings.server.host
-    if host in ("0.0.0.0", "::", "[::]", ""):
+    if host in WILDCARD_HOSTS:
         try:
             host = socket.gethostbyname(socket.gethostname())
         except OSError:

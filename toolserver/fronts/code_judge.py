@@ -23,7 +23,8 @@ from starlette.routing import Route
 from toolserver.config import Settings
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable
-from toolserver.fronts.http_json import counted_reply, infrastructure_failed, read_json, status_for, with_error
+from toolserver.fronts.http_guard import parsed_body
+from toolserver.fronts.http_json import counted_reply, infrastructure_failed, status_for, with_error
 from toolserver.output_match import same_output
 from toolserver.policy import CallerPolicy
 from toolserver.text import valid_text
@@ -94,7 +95,7 @@ class CodeJudgeFront:
     def single(self, judged: bool):
         async def endpoint(request: Request) -> JSONResponse:
             try:
-                caller, body = read_json(request)
+                caller, body = parsed_body(request.scope)
                 sub_id, call, expected = submission(body, "the submission")
             except RequestError as exc:
                 return self.refusal(exc)
@@ -104,7 +105,7 @@ class CodeJudgeFront:
     def batch(self, judged: bool):
         async def endpoint(request: Request) -> JSONResponse:
             try:
-                caller, body = read_json(request)
+                caller, body = parsed_body(request.scope)
                 if not isinstance(body, dict) or not isinstance(body.get("submissions"), list):
                     raise InvalidRequest("the body must be {\"submissions\": [...]}")
                 items = body["submissions"]

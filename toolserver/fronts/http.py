@@ -18,7 +18,7 @@ import contextlib
 import logging
 from contextlib import AsyncExitStack
 
-from toolserver.config import Settings
+from toolserver.config import WILDCARD_HOSTS, Settings
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import ConfigError
 from toolserver.policy import Policies
@@ -34,7 +34,7 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
         from starlette.routing import Route
 
         from toolserver.fronts.code_judge import BATCH_PATHS, CodeJudgeFront
-        from toolserver.fronts.http_guard import WILDCARD_HOSTS, HttpGuard, JsonRoute
+        from toolserver.fronts.http_guard import HttpGuard, JsonRoute
         from toolserver.fronts.http_listener import connection_budget, guarded_protocol
         from toolserver.fronts.retrieve import RetrieveFront
         from toolserver.fronts.sandbox_fusion import SandboxFusionFront

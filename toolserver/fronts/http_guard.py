@@ -39,9 +39,9 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolserver.config import Settings
+from toolserver.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, Settings
 from toolserver.errors import InvalidRequest, Unauthenticated
-from toolserver.fronts.http_listener import THROTTLED
+from toolserver.fronts.http_listener import count_refusal
 from toolserver.fronts.strict_json import JsonRefused, parse_limited
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import CallerPolicy, Policies
@@ -50,8 +50,6 @@ from toolserver.text import valid_text
 CALLER = "toolserver.caller"  # scope keys the door fills for the fronts
 BODY = "toolserver.body"
 HEALTH_PATHS = frozenset({"/v1/ping", "/ping"})  # open to orchestrators' probes: they answer "pong" and nothing else
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
-WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
 PARSE_INLINE_BYTES = 256 << 10  # larger bodies are parsed off the event loop
 
 
@@ -112,7 +110,7 @@ class HttpGuard:
         self.json_routes = json_routes
         bound = settings.http.host.lower()
         self.any_host = "*" in settings.http.allowed_hosts or (bound in WILDCARD_HOSTS and not policies.open)
-        self.hosts = LOOPBACK_NAMES | {host_name(name) for name in settings.http.allowed_hosts} | (
+        self.hosts = LOOPBACK_HOSTS | {host_name(name) for name in settings.http.allowed_hosts} | (
             set() if bound in WILDCARD_HOSTS else {host_name(bound if ":" not in bound else f"[{bound}]")})
         self.origins = frozenset(origin.rstrip("/").lower() for origin in settings.http.allowed_origins)
         self.budget = BodyBudget(settings.http.max_bodies_mb << 20)
@@ -274,8 +272,7 @@ class HttpGuard:
         await JSONResponse(body, status_code=refusal.status, headers=headers)(scope, receive, send)
 
     def count(self, reason: str, message: str, *args: object) -> None:
-        self.metrics.http_refused.labels(reason).inc()
-        THROTTLED.warning(reason, message, *args)
+        count_refusal(self.metrics, reason, message, *args)
 
 
 def parsed_body(scope: Scope) -> tuple[CallerPolicy, Any]:

@@ -1,23 +1,14 @@
-"""What the HTTP fronts share: reading an authenticated JSON request and answering one."""
+"""What the HTTP fronts share: answering a JSON request (the door, http_guard, reads it)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from toolserver.errors import Busy, RequestError
-from toolserver.fronts.http_guard import parsed_body
 from toolserver.metrics import ServerMetrics
-from toolserver.policy import CallerPolicy
 from toolserver.v1 import toolserver_pb2 as pb
-
-
-def read_json(request: Request) -> tuple[CallerPolicy, Any]:
-    """The caller its bearer token names and the parsed body, as the door
-    (toolserver.fronts.http_guard) admitted them."""
-    return parsed_body(request.scope)
 
 
 def status_for(error: RequestError, statuses: dict[type[RequestError], int], default: int) -> int:

@@ -43,6 +43,12 @@ DESCRIPTORS_PER_SLOT = 16  # a jail's pipes, pidfd and kernel sockets, with room
 DESCRIPTORS_RESERVED = 1024  # gRPC's connections, the metrics port, logs, Lean, the search indexes
 
 
+def count_refusal(metrics: ServerMetrics, reason: str, message: str, *args: object) -> None:
+    """Counts a refusal by its reason and logs it, at most once in ten seconds a reason."""
+    metrics.http_refused.labels(reason).inc()
+    THROTTLED.warning(reason, message, *args)
+
+
 def refusal(status: int, message: str) -> bytes:
     """A whole HTTP response that refuses a request and closes its connection."""
     body = f"{message}\n".encode()
@@ -212,7 +218,6 @@ def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections
                 self.transport.close()
 
         def count(self, reason: str, message: str, *args: object) -> None:
-            metrics.http_refused.labels(reason).inc()
-            THROTTLED.warning(reason, message, *args)
+            count_refusal(metrics, reason, message, *args)
 
     return GuardedProtocol

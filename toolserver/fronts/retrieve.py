@@ -16,16 +16,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from toolserver.contract import UINT32_MAX
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import (Exhausted, InvalidRequest, NotFound, PermissionDenied, RequestError, ToolUnavailable,
                                Unauthenticated, Unavailable)
-from toolserver.fronts.http_json import counted_reply, read_json, status_for
+from toolserver.fronts.http_guard import parsed_body
+from toolserver.fronts.http_json import counted_reply, status_for
 from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
 
 FRONT = "retrieve"
 MAX_QUERIES = 1024
-MAX_TOP_K = (1 << 32) - 1  # what the call message holds; the search tool caps it at search.max_top_k
 HTTP_STATUS = {Unauthenticated: 401, PermissionDenied: 403, NotFound: 404, InvalidRequest: 400,
                Exhausted: 503, Unavailable: 503, ToolUnavailable: 503}
 
@@ -42,8 +43,8 @@ def search_calls(body: Any) -> tuple[list[pb.SearchCall], bool]:
     top_k = body.get("topk", body.get("top_k", 0))
     if top_k is None:
         top_k = 0
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k <= MAX_TOP_K:
-        raise InvalidRequest(f"topk must be an integer from 0 (the index's default) to {MAX_TOP_K}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 0 <= top_k <= UINT32_MAX:
+        raise InvalidRequest(f"topk must be an integer from 0 (the index's default) to {UINT32_MAX}")
     index = body.get("index", "")
     if not isinstance(index, str):
         raise InvalidRequest("index must be a string")
@@ -69,7 +70,7 @@ class RetrieveFront:
 
     async def retrieve(self, request: Request) -> JSONResponse:
         try:
-            caller, body = read_json(request)
+            caller, body = parsed_body(request.scope)
             calls, return_scores = search_calls(body)
             responses = await asyncio.gather(*(self.dispatcher.execute(pb.ExecuteRequest(search=call), caller)
                                                for call in calls))

@@ -31,7 +31,8 @@ from toolserver.deadline import answer_within
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import (Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable,
                                status_of)
-from toolserver.fronts.http_json import counted_reply, infrastructure_failed, read_json, status_for, with_error
+from toolserver.fronts.http_guard import parsed_body
+from toolserver.fronts.http_json import counted_reply, infrastructure_failed, status_for, with_error
 from toolserver.policy import CallerPolicy
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -211,7 +212,7 @@ class SandboxFusionFront:
         """The reply to what handle(caller, body) answers: HTTP 200 with it, 504 when it came
         too late, a refused request with the front's status for its error."""
         try:
-            caller, body = read_json(request)
+            caller, body = parsed_body(request.scope)
             return self.reply(200, await handle(caller, body))
         except TooLate as exc:
             return self.reply(504, sandbox_error(str(exc)))

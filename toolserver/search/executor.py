@@ -18,6 +18,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 from toolserver.arguments import json_arguments
+from toolserver.contract import UINT32_MAX
 from toolserver.errors import ConfigError, Exhausted, InvalidRequest, NotFound, ToolUnavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext, Tool
@@ -30,7 +31,6 @@ from toolserver.v1 import toolserver_pb2 as pb
 
 log = logging.getLogger(__name__)
 
-UINT32_MAX = 2**32 - 1
 ARGUMENTS = {"query": str, "index": str, "top_k": int}
 
 
