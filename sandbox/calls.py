@@ -1,9 +1,11 @@
-"""One call as the host sends it to a zygote: its code, input, import profile and limits.
+"""One call as the host sends it to a zygote (its code, input, import profile and limits)
+and the zygote's answer.
 
 The host side (the python tool, the pool, the worker) and the self-test build and read
-`CallRequest`s; only `wire` turns one into the JSON object the zygote reads. The zygote
-runs inside the jail as source of its own and keeps the same keys in `REQUEST_KEYS`
-(`tests/unit/test_zygote.py` checks that the two agree).
+`CallRequest`s and `CallReply`s; only `wire` turns a request into the JSON object the
+zygote reads, and only `CallReply.from_wire` reads the JSON object it answers. The zygote
+runs inside the jail as source of its own, imports nothing of the project, and keeps the
+same keys (`tests/unit/test_zygote.py` checks that the two agree).
 """
 
 from __future__ import annotations
@@ -48,6 +50,54 @@ class CallRequest:
         return {"id": self.id, "code": self.code, "stdin": self.stdin, "profile": self.profile,
                 "files": {path: base64.b64encode(data).decode("ascii") for path, data in self.files.items()},
                 "fetch_files": list(self.fetch_files), **dataclasses.asdict(self.limits)}
+
+
+@dataclass
+class CallReply:
+    """How one call ended: the zygote's answer, or one the host makes in its place (a
+    session's kernel, a worker lost). The scheduler adds the time it waited."""
+
+    id: str                 # the request's; "" where the answer is no zygote's (a session's call)
+    outcome: str            # OK, ERROR, TIMEOUT, MEMORY_LIMIT, DENIED, CRASHED, INVALID, or REROUTE
+                            # (a slim zygote hands the call back; error names the module)
+    stdout: str = ""
+    stderr: str = ""
+    value: str = ""         # the repr of the program's last bare expression
+    error: str = ""
+    exit_code: int = 0
+    truncated: bool = False  # output, the value or a fetched file left out for a cap
+    elapsed_us: int = 0
+    queued_us: int = 0      # waiting for a worker; the host's own, never on the wire
+    files: dict[str, bytes] = field(default_factory=dict)  # the request's fetch_files that were found
+
+    @classmethod
+    def from_wire(cls, frame: dict[str, Any]) -> CallReply:
+        """The reply of a result frame's JSON object (an INVALID one carries id, outcome and
+        error only). Each value is read as the type it must have, and files that are not
+        base64 as none; a number that is none raises ValueError or TypeError."""
+        return cls(id=str(frame.get("id", "")), outcome=str(frame.get("outcome", "")),
+                   stdout=str(frame.get("stdout", "")), stderr=str(frame.get("stderr", "")),
+                   value=str(frame.get("value", "")), error=str(frame.get("error", "")),
+                   exit_code=int(frame.get("exit_code", 0)), truncated=bool(frame.get("truncated", False)),
+                   elapsed_us=int(frame.get("elapsed_us", 0)), files=decoded_files(frame.get("files")))
+
+    def note_oom_kills(self, killed: int, error: str) -> None:
+        """A call during which the OOM killer ended processes (killed of them) hit its
+        memory limit, whatever they reported afterwards: a crash or an error becomes
+        MEMORY_LIMIT with error."""
+        if killed > 0 and self.outcome in ("CRASHED", "ERROR"):
+            self.outcome = "MEMORY_LIMIT"
+            self.error = error
+
+
+def decoded_files(files: Any) -> dict[str, bytes]:
+    """A result frame's files (base64 by name); none where they are not that."""
+    if not isinstance(files, dict):
+        return {}
+    try:
+        return {str(name): base64.b64decode(text, validate=True) for name, text in files.items()}
+    except (TypeError, ValueError):
+        return {}
 
 
 def working_path(name: str) -> str:

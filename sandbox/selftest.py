@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from sandbox.calls import CallLimits, CallRequest
+from sandbox.calls import CallLimits, CallReply, CallRequest
 from sandbox.cgroups import MemoryCgroup
 from sandbox.jail import Slot
 from sandbox.slots import kill_slot_processes, prepare_scratch, running_as_root
@@ -242,30 +242,30 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | Non
                     f"NAMESPACES = {NAMESPACES!r}\nHOST_SOCKET = {path!r}\n" + INSPECT)
             seen = await zygote.run(probe_request("inspect", code), 30)
             accepted = accepted_any(listener)
-        if seen.get("outcome") != "OK":
-            checks.append(Check("inspect", False, f"{seen.get('outcome')}: {seen.get('error')} {seen.get('stderr', '')[-300:]}"))
+        if seen.outcome != "OK":
+            checks.append(Check("inspect", False, f"{seen.outcome}: {seen.error} {seen.stderr[-300:]}"))
             return checks
         capped = spec.jail.home_mb if running_as_root() and not spec.insecure_no_sandbox else 0
-        checks += judge_inspection(json.loads(ast.literal_eval(seen["value"])), slot, accepted, capped)
+        checks += judge_inspection(json.loads(ast.literal_eval(seen.value)), slot, accepted, capped)
         checks.append(judge_private_dirs(spec.jail.private_dirs, zygote.private_dirs))
         left = await zygote.run(probe_request("leftovers", f"PRIVATE_DIRS = {list(zygote.private_dirs)!r}\n"
                                               + LEFTOVERS), 30)
         checks.append(judge_leftovers(left))
         hog = await zygote.run(probe_request("memory", MEMORY_HOG, memory_mb=64), 30)
-        checks.append(Check("memory_limit_trips", hog.get("outcome") == "MEMORY_LIMIT",
-                            f"512 MB under a 64 MB limit gave {hog.get('outcome')}"))
+        checks.append(Check("memory_limit_trips", hog.outcome == "MEMORY_LIMIT",
+                            f"512 MB under a 64 MB limit gave {hog.outcome}"))
         forks = await zygote.run(probe_request("forks", FORK_MANY, max_processes=8), 30)
-        made = int(forks.get("value") or 0) if forks.get("outcome") == "OK" else -1
+        made = int(forks.value or 0) if forks.outcome == "OK" else -1
         checks.append(Check("process_limit_trips", 0 <= made < 200,
                             f"forked {made} of 200 under a limit of 8 processes for the uid"))
         if cgroup is not None:
             hogs = await zygote.run(probe_request("hogs", FORK_HOGS, memory_mb=128, timeout_ms=20000), 60)
-            statuses = ast.literal_eval(hogs["value"]) if hogs.get("outcome") == "OK" else []
+            statuses = ast.literal_eval(hogs.value) if hogs.outcome == "OK" else []
             checks.append(Check("whole_call_memory_cap", -9 in statuses,
-                                f"3 processes of 96 MB under a 128 MB call ended {statuses or hogs.get('error')}"))
+                                f"3 processes of 96 MB under a 128 MB call ended {statuses or hogs.error}"))
         spin = await zygote.run(probe_request("spin", SPIN, timeout_ms=300), 30)
-        checks.append(Check("time_limit_trips", spin.get("outcome") == "TIMEOUT",
-                            f"a spin under 300 ms gave {spin.get('outcome')}"))
+        checks.append(Check("time_limit_trips", spin.outcome == "TIMEOUT",
+                            f"a spin under 300 ms gave {spin.outcome}"))
     except (WorkerLost, ValueError, SyntaxError, OSError) as exc:
         checks.append(Check("probe_completes", False, f"probe broke off: {exc}"))
     finally:
@@ -355,10 +355,10 @@ def judge_private_dirs(wanted: tuple[str, ...], proven: tuple[str, ...]) -> Chec
                  f"{', '.join(proven)}: the jail's own, capped")
 
 
-def judge_leftovers(reply: dict[str, Any]) -> Check:
-    if reply.get("outcome") != "OK":
-        return Check("nothing_survives_a_call", False, f"{reply.get('outcome')}: {reply.get('error')}")
-    files, processes = ast.literal_eval(reply["value"])
+def judge_leftovers(reply: CallReply) -> Check:
+    if reply.outcome != "OK":
+        return Check("nothing_survives_a_call", False, f"{reply.outcome}: {reply.error}")
+    files, processes = ast.literal_eval(reply.value)
     ok = not files and not processes
     return Check("nothing_survives_a_call", ok, "clean" if ok else f"files {files}, processes {processes}")
 
@@ -367,11 +367,11 @@ def guard_probe(module: str) -> str:
     return f"import {module}"
 
 
-def judge_guard(reply: dict[str, Any], module: str) -> Check:
+def judge_guard(reply: CallReply, module: str) -> Check:
     """A worker whose profile denies module must refuse its import as DENIED."""
-    ok = reply.get("outcome") == "DENIED" and repr(module) in str(reply.get("error"))
+    ok = reply.outcome == "DENIED" and repr(module) in reply.error
     return Check("import_guard", ok, f"{guard_probe(module)} is DENIED" if ok else
-                 f"{guard_probe(module)} gave {reply.get('outcome')}: {reply.get('error')}")
+                 f"{guard_probe(module)} gave {reply.outcome}: {reply.error}")
 
 
 def failed(checks: list[Check]) -> list[Check]:

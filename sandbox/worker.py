@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox.calls import CallRequest
+from sandbox.calls import CallReply, CallRequest
 from sandbox.cgroups import MemoryCgroup
 from sandbox.hostside import cap_tmpfs, descendants, host_pid, in_other_mount_namespace, is_own_mount, namespace_pid
 from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
@@ -324,7 +324,7 @@ class Zygote(JailedProcess):
             self._oom_kills = self.cgroup.oom_kills()
         return self.hello
 
-    async def run(self, request: CallRequest, timeout_s: float) -> dict[str, Any]:
+    async def run(self, request: CallRequest, timeout_s: float) -> CallReply:
         """Sends one call and returns the zygote's reply; raises WorkerLost."""
         if not self.alive:
             raise WorkerLost("worker is not running")
@@ -335,13 +335,17 @@ class Zygote(JailedProcess):
         try:
             self._process.stdin.write(struct.pack(">I", len(data)) + data)
             await self._process.stdin.drain()
-            reply = await asyncio.wait_for(self.read_frame(), timeout_s)
+            frame = await asyncio.wait_for(self.read_frame(), timeout_s)
         except asyncio.TimeoutError as exc:
             raise WorkerLost(f"worker did not answer within {timeout_s:.1f} s") from exc
         except (OSError, ConnectionError) as exc:
             raise WorkerLost(f"worker pipe broke: {exc!r}") from exc
-        if reply.get("id") != request.id:
+        if frame.get("id") != request.id:
             raise WorkerLost("worker answered another call")
+        try:
+            reply = CallReply.from_wire(frame)
+        except (TypeError, ValueError) as exc:
+            raise WorkerLost(f"worker sent a malformed reply: {exc}") from exc
         if self.cgroup is not None:
             self._account_memory(reply, memory_mb)
         return reply
@@ -353,12 +357,10 @@ class Zygote(JailedProcess):
             with contextlib.suppress(OSError):
                 os.kill(self.inside, signal.SIGUSR1)
 
-    def _account_memory(self, reply: dict[str, Any], memory_mb: int) -> None:
-        """A call whose process the OOM killer ended hit its memory limit, whatever its
-        processes reported afterwards."""
+    def _account_memory(self, reply: CallReply, memory_mb: int) -> None:
+        """Applies the OOM kills of the slot's cgroup since the last call to reply."""
         kills = self.cgroup.oom_kills() if self.cgroup is not None else 0
-        if kills > self._oom_kills and reply.get("outcome") in ("CRASHED", "ERROR"):
-            reply["outcome"] = "MEMORY_LIMIT"
-            reply["error"] = (f"memory limit of {memory_mb} MB exceeded by the call's processes together "
-                              f"({kills - self._oom_kills} killed)")
+        killed = kills - self._oom_kills
+        reply.note_oom_kills(killed, f"memory limit of {memory_mb} MB exceeded by the call's processes together "
+                                     f"({killed} killed)")
         self._oom_kills = kills

@@ -759,6 +759,7 @@ def clean_up(child):
 
 
 def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=False):
+    """The result frame of a call (the host reads it as sandbox.calls.CallReply)."""
     reply = {
         "id": request["id"],
         "stdout": out.text(),

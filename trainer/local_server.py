@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from toolserver.client import ToolClient, ToolServerError
+from toolclient.client import ToolClient, ToolServerError
 
 
 def free_port() -> int:

@@ -18,6 +18,7 @@ dequantised by transformers on load, so a GGUF model trains at the loaded dtype.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 from pathlib import Path
@@ -30,7 +31,7 @@ from transformers.cache_utils import Cache
 
 from trainer.prefix_cache import Prefix, PrefixStore, batch_cache, row_prefix
 from trainer.rollout import Generation, StopFn
-from trainer.sampling import sample_round
+from trainer.sampling import sample_batch
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -125,15 +126,15 @@ class HFPolicy:
         caches computed under the old weights are dropped."""
         self.prefixes.clear()
 
-    def _next_logits(self, ids: torch.Tensor, mask: torch.Tensor, cache: Cache | None
-                     ) -> tuple[torch.Tensor, Cache]:
+    def next_logits(self, ids: torch.Tensor, mask: torch.Tensor, cache: Cache | None
+                    ) -> tuple[torch.Tensor, Cache]:
         """Logits [B, V] after `ids` [B, T] that follow `cache`, and the grown cache."""
         self.fed_tokens += int(mask[:, mask.shape[1] - ids.shape[1]:].sum())
         out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions(mask, ids.shape[1]),
                          use_cache=True, logits_to_keep=1, **{self.cache_name: cache})
         return out.logits[:, -1], getattr(out, self.cache_name)
 
-    def _first_logits(self, contexts: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor, Cache]:
+    def first_logits(self, contexts: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor, Cache]:
         """Logits, mask and cache after each context. Each context is fed only past the
         longest prefix cached from an earlier turn, and identical contexts (a group's
         shared prompt) are fed once and their cache rows copied."""
@@ -148,7 +149,7 @@ class HFPolicy:
                 prefixes[j] = prefix
         suffixes = [c[p.length:] if p is not None else c for c, p in zip(firsts, prefixes)]
         ids, mask, cache = batch_cache(prefixes, suffixes, self.pad_id, self.device)
-        logits, cache = self._next_logits(ids, mask, cache)
+        logits, cache = self.next_logits(ids, mask, cache)
         if len(firsts) < len(contexts):
             index = torch.tensor(owner, device=self.device)
             cache.batch_select_indices(index)
@@ -161,14 +162,18 @@ class HFPolicy:
         prefixes: list[Prefix | None] = [None] * len(contexts)
         if rows:
             ids, mask = left_pad([contexts[j] for j in rows], self.pad_id, self.device)
-            _, cache = self._next_logits(ids, mask, None)
+            _, cache = self.next_logits(ids, mask, None)
             for k, j in enumerate(rows):
                 prefixes[j] = row_prefix(cache, k, mask[k])
         return prefixes
 
-    def _keep_for_next_turn(self, cache: Cache, mask: torch.Tensor, finished: Sequence[int], rows: Sequence[int],
-                            contexts: Sequence[Sequence[int]], out: list[Generation],
-                            max_new_tokens: Sequence[int]) -> None:
+    def select_rows(self, cache: Cache, keep: torch.Tensor) -> Cache:
+        cache.batch_select_indices(keep)
+        return cache
+
+    def _keep_for_next_turn(self, contexts: Sequence[Sequence[int]], max_new_tokens: Sequence[int], cache: Cache,
+                            mask: torch.Tensor, finished: Sequence[int], rows: Sequence[int],
+                            out: list[Generation]) -> None:
         """Stores the cache of the rows (batch positions `finished`) that stopped at the
         stop test, not at EOS or their budget: those are the ones a next turn continues.
         The last sampled token was never fed, so the cache covers all ids but it."""
@@ -178,33 +183,17 @@ class HFPolicy:
             if tokens[-1] != self.eos_id and len(tokens) < max_new_tokens[i]:
                 self.prefixes.put(list(contexts[i]) + tokens[:-1], row_prefix(cache, j, mask[j]))
 
-    @torch.no_grad()
     def generate(self, contexts: Sequence[Sequence[int]], stop: StopFn,
                  max_new_tokens: Sequence[int]) -> list[Generation]:
-        """Samples every context together; a context that finishes leaves the batch (and
-        its KV cache rows) at once, so the rest do not pay for it."""
+        """Samples as `sampling.sample_batch` does, this policy its `Decoder`; the rows that
+        stop at the stop test keep their cache for the next turn (`prefix_cache`)."""
         self.model.eval()
-        out = [Generation([], []) for _ in contexts]
-        rows = [i for i, n in enumerate(max_new_tokens) if n > 0]
-        if not rows:
-            return out
-        logits, mask, cache = self._first_logits([contexts[i] for i in rows])
-        while True:
-            nxt, live = sample_round(logits, rows, out, temperature=self.temperature,
-                                     generator=self.generator, eos_id=self.eos_id,
-                                     max_new_tokens=max_new_tokens, stop=stop)
-            self.generated_tokens += len(rows)
-            if self.prefixes.max_tokens:
-                done = sorted(set(range(len(rows))) - set(live))
-                self._keep_for_next_turn(cache, mask, done, rows, contexts, out, max_new_tokens)
-            if not live:
-                return out
-            if len(live) < len(rows):
-                keep = torch.tensor(live, device=self.device)
-                cache.batch_select_indices(keep)
-                mask, nxt, rows = mask[keep], nxt[keep], [rows[j] for j in live]
-            mask = torch.cat([mask, mask.new_ones(len(rows), 1)], dim=1)
-            logits, cache = self._next_logits(nxt, mask, cache)
+        keep = (functools.partial(self._keep_for_next_turn, contexts, max_new_tokens)
+                if self.prefixes.max_tokens else None)
+        out = sample_batch(self, contexts, stop, max_new_tokens, temperature=self.temperature,
+                           generator=self.generator, eos_id=self.eos_id, finished=keep)
+        self.generated_tokens += sum(len(gen.tokens) for gen in out)
+        return out
 
 
 def _model_location(path: str | Path, gguf_file: str | None) -> tuple[Path, str | None]:

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainer.rollout import Generation, StopFn
-from trainer.sampling import sample_round
+from trainer.sampling import sample_batch
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,8 @@ def token_logprobs(model: TinyTransformer, seqs: Sequence[Sequence[int]], temper
 
 
 class TorchPolicy:
-    """`policy.TrainablePolicy` over a TinyTransformer: batched sampling with a KV cache."""
+    """`policy.TrainablePolicy` over a TinyTransformer: batched sampling with a KV cache
+    (`sampling.sample_batch`, this policy its `Decoder`)."""
 
     def __init__(self, model: TinyTransformer, eos_id: int, *, temperature: float = 1.0, threads: int = 1,
                  seed: int = 0) -> None:
@@ -136,30 +137,23 @@ class TorchPolicy:
     def weights_updated(self) -> None:
         """Sampling reads the same module the optimiser updates: nothing to copy."""
 
-    @torch.no_grad()
     def generate(self, contexts: Sequence[Sequence[int]], stop: StopFn,
                  max_new_tokens: Sequence[int]) -> list[Generation]:
-        """Samples every context together; a context that finishes leaves the batch (and
-        its KV cache rows) at once, so the rest do not pay for it."""
         self.model.eval()
-        out = [Generation([], []) for _ in contexts]
-        rows = [i for i, n in enumerate(max_new_tokens) if n > 0]
-        if not rows:
-            return out
-        ids, mask = left_pad([contexts[i] for i in rows], self.model.cfg.pad_id)
+        return sample_batch(self, contexts, stop, max_new_tokens, temperature=self.temperature,
+                            generator=self.generator, eos_id=self.eos_id)
+
+    def first_logits(self, contexts: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor, KVCache]:
+        ids, mask = left_pad(contexts, self.model.cfg.pad_id)
         logits, cache = self.model(ids, mask)
-        while True:
-            nxt, live = sample_round(logits[:, -1], rows, out, temperature=self.temperature,
-                                     generator=self.generator, eos_id=self.eos_id,
-                                     max_new_tokens=max_new_tokens, stop=stop)
-            if not live:
-                return out
-            if len(live) < len(rows):
-                keep = torch.tensor(live)
-                cache = [(k[keep], v[keep]) for k, v in cache]
-                mask, nxt, rows = mask[keep], nxt[keep], [rows[j] for j in live]
-            mask = torch.cat([mask, torch.ones(len(rows), 1, dtype=mask.dtype)], dim=1)
-            logits, cache = self.model(nxt, mask, cache)
+        return logits[:, -1], mask, cache
+
+    def next_logits(self, ids: torch.Tensor, mask: torch.Tensor, cache: KVCache) -> tuple[torch.Tensor, KVCache]:
+        logits, cache = self.model(ids, mask, cache)
+        return logits[:, -1], cache
+
+    def select_rows(self, cache: KVCache, keep: torch.Tensor) -> KVCache:
+        return [(k[keep], v[keep]) for k, v in cache]
 
 
 def default_model(vocab_size: int, seed: int = 0) -> TinyTransformer:

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Sequence
 
-from toolserver.client import AsyncToolClient, ToolServerError, python_request
+from toolclient.client import AsyncToolClient, ToolServerError, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 
 RETRYABLE_OUTCOMES = frozenset({pb.CRASHED})

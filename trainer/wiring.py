@@ -15,7 +15,7 @@ from typing import AsyncIterator
 
 import torch
 
-from toolserver.client import AsyncToolClient
+from toolclient.client import AsyncToolClient
 from trainer.backends import build_policy
 from trainer.config import TrainerConfig
 from trainer.formats import ToolFormat, get_format

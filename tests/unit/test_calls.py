@@ -6,13 +6,44 @@ import base64
 
 import pytest
 
-from sandbox.calls import CallLimits, CallRequest, working_path
+from sandbox.calls import CallLimits, CallReply, CallRequest, working_path
 
 
 def test_files_travel_in_base64():
     frame = CallRequest("r", "1", CallLimits(1, 1, 1, 1, 1, 1), files={"a/b.bin": b"\x00\xff"},
                         fetch_files=("out.txt",)).wire()
     assert base64.b64decode(frame["files"]["a/b.bin"]) == b"\x00\xff" and frame["fetch_files"] == ["out.txt"]
+
+
+def test_a_reply_reads_a_result_frame():
+    frame = {"id": "r", "outcome": "OK", "stdout": "out", "stderr": "err", "value": "42", "error": "",
+             "exit_code": 3, "truncated": True, "elapsed_us": 7, "files": {"out.bin": "AP8="}}
+    assert CallReply.from_wire(frame) == CallReply("r", "OK", stdout="out", stderr="err", value="42", exit_code=3,
+                                                   truncated=True, elapsed_us=7, files={"out.bin": b"\x00\xff"})
+
+
+def test_an_invalid_frame_reads_with_the_defaults():
+    reply = CallReply.from_wire({"id": "r", "outcome": "INVALID", "error": "the request lacks code"})
+    assert reply == CallReply("r", "INVALID", error="the request lacks code")
+
+
+def test_files_that_are_not_base64_read_as_none():
+    assert CallReply.from_wire({"id": "r", "outcome": "OK", "files": {"a": "not base64!"}}).files == {}
+    assert CallReply.from_wire({"id": "r", "outcome": "OK", "files": ["a"]}).files == {}
+
+
+@pytest.mark.parametrize("outcome", ["CRASHED", "ERROR"])
+def test_a_call_the_oom_killer_ended_hit_its_memory_limit(outcome):
+    reply = CallReply("r", outcome, error="killed by signal SIGKILL")
+    reply.note_oom_kills(1, "memory limit of 64 MB exceeded")
+    assert (reply.outcome, reply.error) == ("MEMORY_LIMIT", "memory limit of 64 MB exceeded")
+
+
+@pytest.mark.parametrize("outcome, killed", [("OK", 1), ("TIMEOUT", 2), ("DENIED", 1), ("CRASHED", 0)])
+def test_other_ends_stay_what_they_were(outcome, killed):
+    reply = CallReply("r", outcome, error="as reported")
+    reply.note_oom_kills(killed, "memory limit of 64 MB exceeded")
+    assert (reply.outcome, reply.error) == (outcome, "as reported")
 
 
 @pytest.mark.parametrize("name, path", [("a.txt", "a.txt"), ("./a/../b/c", "b/c"), ("a//b/", "a/b")])

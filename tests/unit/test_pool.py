@@ -43,15 +43,15 @@ async def test_queue_bound_refuses_at_once(pool):
     await asyncio.sleep(0.1)
     with pytest.raises(Exhausted):
         await pool.run(request("2", "refused"))
-    assert (await slow)["outcome"] == "OK"
-    assert (await queued)["value"] == "1"
-    assert (await pool.run(request("3", "after")))["value"] == "3"
+    assert (await slow).outcome == "OK"
+    assert (await queued).value == "1"
+    assert (await pool.run(request("3", "after"))).value == "3"
 
 
 async def test_dead_worker_answers_crashed_and_is_replaced(pool):
     reply = await pool.run(request("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)", "kill"))
-    assert reply["outcome"] == "CRASHED" and reply["id"] == "kill"
-    assert (await pool.run(request("40 + 2", "after")))["value"] == "42"
+    assert reply.outcome == "CRASHED" and reply.id == "kill"
+    assert (await pool.run(request("40 + 2", "after"))).value == "42"
     assert pool.stats().restarts >= 1
 
 
@@ -61,7 +61,7 @@ async def test_workers_are_recycled(sandbox_slots):
     try:
         assert all(2 <= at <= 4 for at in pool._recycle_at.values())
         for i in range(10):
-            assert (await pool.run(request(f"{i}", str(i))))["value"] == str(i)
+            assert (await pool.run(request(f"{i}", str(i)))).value == str(i)
         assert pool.stats().restarts >= 2
     finally:
         await pool.close()
@@ -71,5 +71,5 @@ async def test_cancelled_caller_does_not_lose_the_worker(pool):
     call = asyncio.ensure_future(pool.run(request("import time\ntime.sleep(0.5)\n1", "gone")))
     await asyncio.sleep(0.1)
     call.cancel()
-    assert (await pool.run(request("7", "next")))["value"] == "7"
+    assert (await pool.run(request("7", "next"))).value == "7"
     assert pool.stats().size == 1

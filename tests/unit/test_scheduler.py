@@ -67,7 +67,7 @@ async def test_short_calls_on_a_full_cpu_keep_to_their_class(started, sandbox_sl
     scheduler = Scheduler(max_queue=64, held_s=5.0)
     pools = await started(scheduler, {SLIM: sandbox_slots(1), WARM: sandbox_slots(1)})
     replies = await asyncio.gather(*(scheduler.run(SLIM, request(f"{i}", str(i))) for i in range(30)))
-    assert [reply["value"] for reply in replies] == [str(i) for i in range(30)]
+    assert [reply.value for reply in replies] == [str(i) for i in range(30)]
     assert pools[SLIM].calls == 30 and pools[WARM].calls == 0 and scheduler.borrowed == 0
 
 
@@ -78,7 +78,7 @@ async def test_calls_that_wait_on_an_idle_cpu_take_every_class_and_grow(started,
     pools = await started(scheduler, {SLIM: sandbox_slots(1), WARM: sandbox_slots(1)})
     began = time.monotonic()
     replies = await asyncio.gather(*(scheduler.run(SLIM, sleeping(3, f"s{i}")) for i in range(4)))
-    assert all(reply["outcome"] == "OK" for reply in replies)
+    assert all(reply.outcome == "OK" for reply in replies)
     assert time.monotonic() - began < 5.5  # two rounds on the two base workers: 6 s
     assert pools[WARM].calls >= 1 and scheduler.grown == 2
 
@@ -90,10 +90,10 @@ async def test_a_call_behind_held_workers_borrows_an_idle_one_of_another_class(s
     slow = asyncio.ensure_future(scheduler.run(SLIM, sleeping(3, "slow")))
     await asyncio.sleep(0.1)
     quick = await scheduler.run(SLIM, request("'quick'", "quick"))
-    assert quick["value"] == "'quick'" and time.monotonic() - began < 2.5
-    assert 0.05 < quick["queued_us"] / 1e6 < 2.0
+    assert quick.value == "'quick'" and time.monotonic() - began < 2.5
+    assert 0.05 < quick.queued_us / 1e6 < 2.0
     assert pools[WARM].calls == 1 and scheduler.borrowed == 1
-    assert (await slow)["outcome"] == "OK"
+    assert (await slow).outcome == "OK"
 
 
 async def test_a_warm_call_never_runs_on_a_slim_worker(started, sandbox_slots):
@@ -101,7 +101,7 @@ async def test_a_warm_call_never_runs_on_a_slim_worker(started, sandbox_slots):
     pools = await started(scheduler, {SLIM: sandbox_slots(1), WARM: sandbox_slots(1)})
     slow = asyncio.ensure_future(scheduler.run(WARM, sleeping(1.5, "slow")))
     await asyncio.sleep(0.1)
-    assert (await scheduler.run(WARM, request("2", "after")))["queued_us"] > 1_000_000
+    assert (await scheduler.run(WARM, request("2", "after"))).queued_us > 1_000_000
     assert pools[SLIM].calls == 0 and scheduler.borrowed == 0
     await slow
 
@@ -112,7 +112,7 @@ async def test_pools_grow_onto_spare_slots_while_calls_wait_and_shrink_when_idle
     pools = await started(scheduler, {WARM: base})
     began = time.monotonic()
     replies = await asyncio.gather(*(scheduler.run(WARM, sleeping(2, f"s{i}")) for i in range(3)))
-    assert all(reply["outcome"] == "OK" for reply in replies)
+    assert all(reply.outcome == "OK" for reply in replies)
     assert time.monotonic() - began < 5.5  # three in a row on one worker: 6 s
     assert scheduler.grown == 2 and pools[WARM].stats().extra == 2 and not scheduler.spare
     for _ in range(60):
@@ -120,7 +120,7 @@ async def test_pools_grow_onto_spare_slots_while_calls_wait_and_shrink_when_idle
         if scheduler.shrunk == 2 and len(scheduler.spare) == 2:
             break
     assert scheduler.shrunk == 2 and pools[WARM].stats().extra == 0 and len(scheduler.spare) == 2
-    assert (await scheduler.run(WARM, request("3")))["value"] == "3"  # the base worker stays
+    assert (await scheduler.run(WARM, request("3"))).value == "3"  # the base worker stays
 
 
 async def test_a_call_that_cannot_start_in_time_is_refused_with_a_retry_time(started, sandbox_slots):
@@ -132,9 +132,9 @@ async def test_a_call_that_cannot_start_in_time_is_refused_with_a_retry_time(sta
     with answer_within(1.0 + START_MARGIN_S + 0.5), pytest.raises(Busy) as refused:
         await scheduler.run(WARM, request("1", "late", timeout_ms=1000))
     assert time.monotonic() - began < 1.5 and 1 <= refused.value.retry_after_s <= 6
-    assert (await slow)["outcome"] == "OK"
+    assert (await slow).outcome == "OK"
     with answer_within(10.0):
-        assert (await scheduler.run(WARM, request("4", "in time", timeout_ms=1000)))["value"] == "4"
+        assert (await scheduler.run(WARM, request("4", "in time", timeout_ms=1000))).value == "4"
 
 
 def autogroup_nice(worker) -> int:
@@ -152,7 +152,7 @@ async def test_calls_running_long_share_one_calls_cpu_weight(started, sandbox_sl
     await asyncio.sleep(1.2)
     workers = list(pools[WARM]._busy)
     assert len(workers) == 3 and [autogroup_nice(worker) for worker in workers] == [nice_for(3)] * 3
-    assert all(reply["outcome"] == "TIMEOUT" for reply in await loops)
+    assert all(reply.outcome == "TIMEOUT" for reply in await loops)
     assert [autogroup_nice(worker) for worker in workers] == [0, 0, 0]
 
 
@@ -170,10 +170,10 @@ async def test_a_freed_worker_goes_to_the_longest_waiting_call_that_is_still_the
     gone.cancel()
     done_order = []
     for call in asyncio.as_completed([first, second]):
-        done_order.append((await call)["value"])
-    assert done_order == ["1", "2"] and (await slow)["outcome"] == "OK" and gone.cancelled()
+        done_order.append((await call).value)
+    assert done_order == ["1", "2"] and (await slow).outcome == "OK" and gone.cancelled()
     assert pools[WARM].stats().size == 1 and scheduler.waiting == 0
-    assert (await scheduler.run(WARM, request("3")))["value"] == "3"
+    assert (await scheduler.run(WARM, request("3"))).value == "3"
 
 
 async def test_a_running_call_whose_caller_goes_away_is_killed_and_frees_its_worker(started, sandbox_slots):
@@ -186,5 +186,5 @@ async def test_a_running_call_whose_caller_goes_away_is_killed_and_frees_its_wor
     gone.cancel()
     began = time.monotonic()
     reply = await scheduler.run(SLIM, request("2 + 2", "next"))
-    assert reply["value"] == "4" and time.monotonic() - began < 20  # not the 50 s the sleep had left
+    assert reply.value == "4" and time.monotonic() - began < 20  # not the 50 s the sleep had left
     assert gone.cancelled() and pools[SLIM].restarts == 0  # the same worker, answered at once
