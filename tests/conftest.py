@@ -21,8 +21,8 @@ import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc
 import grpc  # noqa: E402
 from sandbox.jail import Slot
 from sandbox.slots import discover_slots, slot_user_name
-from toolserver.client import NotFound, ToolClient
-from toolserver.config import Settings
+from toolclient.client import NotFound, ToolClient
+from toolserver.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = Path(Settings().sandbox.scratch_root)

@@ -3,14 +3,16 @@ answers to a model as text (MCP, the engine adapters)."""
 
 from __future__ import annotations
 
-import json
-
+from toolserver.tools import TOOLS
 from toolserver.v1 import toolserver_pb2 as pb
+
+# Each tool's lines for its result, by the name of its field of ExecuteResponse's `result`.
+RESULT_LINES = {tool.name: tool.answer for tool in TOOLS if tool.answer is not None}
 
 
 def answer_text(response: pb.ExecuteResponse, max_chars: int = 0) -> str:
-    """The answer's outcome when not OK, its streams and its result (a value, search hits,
-    Lean messages); cut to max_chars (0: whole) with a note that says how much is gone."""
+    """The answer's outcome when not OK, its streams and its result (as its tool writes
+    it); cut to max_chars (0: whole) with a note that says how much is gone."""
     parts = []
     if response.outcome != pb.OK:
         parts.append(f"outcome: {pb.Outcome.Name(response.outcome)}" + (f": {response.error}" if response.error else ""))
@@ -19,15 +21,8 @@ def answer_text(response: pb.ExecuteResponse, max_chars: int = 0) -> str:
     if response.stderr:
         parts.append(f"stderr:\n{response.stderr}")
     kind = response.WhichOneof("result")
-    if kind == "python" and response.python.value:
-        parts.append(f"value: {response.python.value}")
-    elif kind == "search":
-        parts.append(json.dumps([{"id": h.id, "title": h.title, "text": h.text, "score": round(h.score, 4)}
-                                 for h in response.search.hits], ensure_ascii=False, indent=1))
-    elif kind == "lean":
-        lean = response.lean
-        parts.append(f"complete: {lean.complete}; sorries: {lean.sorries}")
-        parts += [f"{m.severity} at line {m.line}, column {m.column}: {m.text}" for m in lean.messages]
+    if kind in RESULT_LINES:
+        parts += RESULT_LINES[kind](getattr(response, kind))
     if response.truncated:
         parts.append("(output truncated at the server's cap)")
     text = "\n".join(parts) or "(no output)"

@@ -1,4 +1,5 @@
-"""The `toolserver` command: serve, call, tools, info, bench, mcp, index, token, setup-sandbox."""
+"""The `toolserver` command: serve, call, tools, info, bench, mcp, token, setup-sandbox, and the
+tools' own commands (`index`: the search tool's), each run by the `run` its parser sets."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from toolserver.config import RUNTIME_INTERPRETER, ConfigError, Settings, load_settings
+from toolserver.config import RUNTIME_INTERPRETER, ConfigError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "bench":
             command.add_argument("--workload", default="trivial",
                                  help="comma-separated workloads: trivial, sympy, pandas, sklearn, humaneval "
-                                      "(toolserver/bench_workloads.py)")
+                                      "(toolclient/bench_workloads.py)")
             command.add_argument("--code", help="send this snippet instead of the named workloads")
             command.add_argument("--mode", default="unary",
                                  help="comma-separated: unary (C callers of Execute), stream (one ExecuteStream, "
@@ -83,9 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     new = token_sub.add_parser("new", help="make a token and print the policy-file lines that admit it")
     new.add_argument("--name", required=True, help="the caller's name in the policy file")
 
-    from toolserver.search.cli import add_index_parser
+    from toolserver.tools import TOOLS
 
-    add_index_parser(sub)
+    for tool in TOOLS:
+        if tool.commands is not None:
+            tool.commands(sub)
 
     setup = sub.add_parser("setup-sandbox", help="create the sandbox slot users (root)")
     setup.add_argument("--config")
@@ -118,8 +121,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         overrides["auth.allow_open_bind"] = True
     if args.advertise:
         overrides["server.advertise_address"] = args.advertise
-    settings = load_settings(args.config, **overrides)
     from toolserver.logs import configure_logging
+    from toolserver.settings import load_settings
+
+    settings = load_settings(args.config, **overrides)
 
     configure_logging(settings.server.log_level, settings.server.log_format)
     from toolserver.server import serve
@@ -135,7 +140,7 @@ def client_args(args: argparse.Namespace) -> dict[str, str | None]:
 def cmd_call(args: argparse.Namespace) -> int:
     from google.protobuf.json_format import MessageToDict
 
-    from toolserver.client import ToolClient, ToolServerError
+    from toolclient.client import ToolClient, ToolServerError
     from toolserver.v1 import toolserver_pb2 as pb
 
     code = sys.stdin.read() if args.code == "-" else args.code
@@ -158,7 +163,7 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_tools(args: argparse.Namespace) -> int:
-    from toolserver.client import ToolClient
+    from toolclient.client import ToolClient
     from toolserver.arguments import openai_function
 
     with ToolClient(args.target, **client_args(args)) as client:
@@ -169,7 +174,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 def cmd_info(args: argparse.Namespace) -> int:
     from google.protobuf.json_format import MessageToDict
 
-    from toolserver.client import ToolClient
+    from toolclient.client import ToolClient
 
     with ToolClient(args.target, **client_args(args)) as client:
         print(json.dumps(MessageToDict(client.server_info(), preserving_proto_field_name=True), indent=2))
@@ -177,9 +182,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from toolserver.bench import MODES, plot, run_bench, write_json
-    from toolserver.bench_peers import parse_peer
-    from toolserver.bench_workloads import Program, Workload, get_workload
+    from toolclient.bench import MODES, plot, run_bench, write_json
+    from toolclient.bench_peers import parse_peer
+    from toolclient.bench_workloads import Program, Workload, get_workload
 
     try:
         levels = [int(level) for level in args.concurrency.split(",") if level]
@@ -220,16 +225,11 @@ def cmd_token(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_index(args: argparse.Namespace) -> int:
-    from toolserver.search.cli import run_index_command
-
-    return run_index_command(args)
-
-
 def cmd_setup_sandbox(args: argparse.Namespace) -> int:
     from sandbox.slots import create_slot_users, running_as_root
+    from toolserver.settings import load_settings
 
-    settings: Settings = load_settings(args.config)
+    settings = load_settings(args.config)
     if not running_as_root():
         print("not root: jails will run as this user (one uid for all slots)")
         return 0
@@ -244,7 +244,7 @@ def cmd_setup_sandbox(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     try:
-        from toolserver.fronts.mcp_stdio import serve_stdio
+        from toolclient.mcp_stdio import serve_stdio
     except ImportError as exc:
         print(f"the MCP front is not installed ({exc.name}): pip install 'toolserver[mcp]'", file=sys.stderr)
         return 2
@@ -253,13 +253,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"serve": cmd_serve, "call": cmd_call, "tools": cmd_tools, "info": cmd_info,
-            "bench": cmd_bench, "mcp": cmd_mcp, "token": cmd_token, "index": cmd_index, "setup-sandbox": cmd_setup_sandbox}
+            "bench": cmd_bench, "mcp": cmd_mcp, "token": cmd_token, "setup-sandbox": cmd_setup_sandbox}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        status = COMMANDS[args.command](args)
+        status = COMMANDS[args.command](args) if args.command in COMMANDS else args.run(args)
         sys.stdout.flush()  # here, where a reader that went away is handled below
         return status
     except ConfigError as exc:

@@ -1,26 +1,27 @@
-"""One validated settings object for the whole server, with safe defaults.
+"""The server's settings: the sections every server has, and how a tool's own join them.
 
 The defaults are the embedded config `toolserver serve` runs on; a TOML file passed
 with `--config` overrides any of them (unknown keys are an error, not a typo silently
 ignored). Every limit is one field with its default and the reason for it.
+
+A tool's sections (its package's settings.py) are frozen dataclasses with safe defaults;
+`compose_settings` adds them to `CoreSettings` as fields (toolserver/settings.py does, for
+the tools in toolserver/tools.py). A section may define `validate()` and, for checks that
+read other sections, `validate_with(settings)`, both raising ConfigError, and
+`slots() -> SlotClaim`, what its tool takes of the sandbox slots.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Mapping, TypeVar
 
-from toolserver.cpus import available_cpus
 from toolserver.errors import ConfigError
-from toolserver.lean.settings import LeanSettings
-from toolserver.search.settings import SearchSettings
 
-__all__ = ["ConfigError", "Settings", "load_settings", "read_toml"]
+__all__ = ["ConfigError", "CoreSettings", "compose_settings", "load_settings", "read_toml"]
 
 # The host values that bind loopback only, and those that bind every interface.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "[::1]", "localhost"})
@@ -71,166 +72,19 @@ class SandboxSettings:
     self_test: bool = True             # run the jail probe at start-up (fail closed)
 
 
-# The strict profile's allow-list: the standard library's computational modules and the
-# scientific packages; everything else is refused when the call's own code imports it by name.
-STRICT_IMPORTS = (
-    # numbers and mathematics
-    "math", "cmath", "decimal", "fractions", "numbers", "random", "statistics", "sympy", "numpy", "mpmath",
-    "gmpy2", "scipy", "networkx",
-    # data structures and algorithms
-    "itertools", "functools", "operator", "collections", "heapq", "bisect", "array", "copy", "graphlib",
-    "dataclasses", "enum", "typing", "abc", "contextlib", "types", "weakref", "queue",
-    # text and data
-    "string", "re", "textwrap", "unicodedata", "difflib", "json", "csv", "base64", "binascii", "struct",
-    "hashlib", "hmac", "secrets", "zlib", "pprint", "reprlib", "io", "codecs",
-    # time, the interpreter, files in the call's scratch directory
-    "datetime", "calendar", "time", "timeit", "sys", "os", "pathlib", "tempfile", "warnings", "traceback",
-    "threading", "__future__",
-)
-EVERY_MODULE = "*"  # an allow-list of every module that is not denied
-# What the guarded and strict profiles deny: raw native memory (ctypes, cffi) and
-# _posixsubprocess, whose fork_exec starts processes without an audit event. Scientific
-# libraries load their native parts through these (scipy, pandas, scikit-learn, numba,
-# torch): a call in such a profile cannot use them.
-DENIED_IMPORTS = ("ctypes", "_ctypes", "cffi", "_cffi_backend", "_posixsubprocess")
-
-
-@dataclass(frozen=True)
-class ImportProfile:
-    """What the Python-level guard (sandbox/guard.py) refuses to a call of this profile,
-    on top of the jail. The default refuses nothing: a call runs as a plain python3 would."""
-
-    imports: tuple[str, ...] = (EVERY_MODULE,)  # top-level modules the call's own code may import by
-                                                # name; ["*"]: every module not denied
-    denied_imports: tuple[str, ...] = ()        # modules nothing in the call may load, by any path
-    refuse_actions: bool = False                # refuse the network, new processes, signals to other
-                                                # processes, code objects built by hand, marshal of the
-                                                # call's own bytes, gc object walks, /proc/*/mem
-
-
-def default_import_profiles() -> dict[str, ImportProfile]:
-    """open: nothing refused, the jail is the boundary (the default). guarded: no native
-    memory, no new process, no network even where the jail would allow it. strict: guarded,
-    and the call's own code imports only STRICT_IMPORTS."""
-    return {"open": ImportProfile(),
-            "guarded": ImportProfile(denied_imports=DENIED_IMPORTS, refuse_actions=True),
-            "strict": ImportProfile(imports=STRICT_IMPORTS, denied_imports=DENIED_IMPORTS, refuse_actions=True)}
-
-
-# Where scripts/setup.sh and the image build the calls' runtime (sandbox/runtime/).
+# Where scripts/setup.sh and the image build the calls' runtime (sandbox/runtime/): the
+# interpreter every jailed process starts on.
 RUNTIME_INTERPRETER = "/opt/toolserver/runtime/bin/python"
-# What warm zygotes import before they fork: what math programs use. Each module a zygote
-# preloads makes every fork and exit of it dearer (the heap's page tables), so the data
-# stack has zygotes of its own.
-WARM_PRELOAD = (
-    "sympy", "numpy", "mpmath", "fractions", "itertools", "math", "collections", "functools", "re", "json",
-    "decimal", "statistics",
-)
-# What scientific zygotes import: the warm preload and the data stack, each package with
-# the submodules programs import by name. A zygote that cannot import one serves without
-# it (its hello says which failed).
-SCIENTIFIC_PRELOAD = WARM_PRELOAD + (
-    "scipy", "scipy.stats", "scipy.optimize", "scipy.special", "scipy.linalg", "scipy.integrate", "scipy.sparse",
-    "scipy.spatial", "scipy.interpolate", "scipy.signal",
-    "pandas",
-    "sklearn", "sklearn.linear_model", "sklearn.model_selection", "sklearn.preprocessing", "sklearn.metrics",
-    "sklearn.ensemble", "sklearn.tree", "sklearn.cluster", "sklearn.datasets", "sklearn.decomposition",
-    "sklearn.neighbors", "sklearn.svm", "sklearn.pipeline",
-    "matplotlib", "matplotlib.pyplot", "seaborn", "statsmodels.api", "networkx",
-)
-# Workers per CPU when python.workers is 0: one runs while the other's call crosses the
-# pipe, and more only queue (toolserver bench, README "Speed").
-WORKERS_PER_CPU = 2
-MAX_AUTO_WORKERS = 16
-MEMORY_PER_WORKER_MB = 256  # of the machine's memory, for python.max_workers = 0
-
-
-def machine_memory_mb() -> int:
-    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") >> 20
 
 
 @dataclass(frozen=True)
-class PythonSettings:
-    workers: int = 0                  # warm jailed zygotes (the preload below); 0: two per CPU
-                                      # this process may use, at most 16
-    interpreter: str = RUNTIME_INTERPRETER  # the calls' runtime: its own environment, not the
-                                      # server's (scripts/setup.sh builds it from
-                                      # sandbox/runtime/requirements.txt); visible in the jail
-    preload: tuple[str, ...] = WARM_PRELOAD  # imported by warm zygotes before they fork: a call
-                                      # that uses them pays no import
-    slim: bool = True                 # also run slim zygotes (the standard library only), which
-                                      # fork and exit faster: a call whose code imports nothing
-                                      # else runs there, and one that reaches for another module
-                                      # is run again on a warm zygote (toolserver/python/routing.py)
-    slim_workers: int = 0             # slim zygotes; 0: as many as warm ones
-    slim_preload: tuple[str, ...] = ("fractions", "itertools", "math", "collections", "functools", "re", "json",
-                                     "decimal", "statistics")  # standard modules only
-    scientific: bool = True           # also run scientific zygotes, which preload the data stack
-                                      # (scipy, pandas, scikit-learn, matplotlib, ...): a call whose
-                                      # code names one of those runs there and pays no import
-    scientific_workers: int = 0       # scientific zygotes; 0: as many as warm ones
-    scientific_preload: tuple[str, ...] = SCIENTIFIC_PRELOAD
-    import_profile: str = "open"      # the profile of callers whose policy names none
-    import_profiles: dict[str, ImportProfile] = field(default_factory=default_import_profiles)
-                                      # [python.import_profiles.NAME] tables add to or replace
-                                      # "open", "guarded" and "strict"
-    huge_pages: bool = True           # collapse the warm heap into 2 MB pages (Linux 6.1+):
-                                      # each fork and exit costs ~1.5 ms less
-    max_workers: int = 0              # stateless workers at most, every class and the extra ones
-                                      # together: while calls wait on workers held by long calls
-                                      # (loops, sleeps), pools grow onto the slots nothing else
-                                      # takes (toolserver/python/scheduler.py); 0: every such slot,
-                                      # at most one worker per 256 MB of the machine's memory
-    extra_idle_s: float = 30.0        # an extra worker idle this long is stopped, its slot freed
-    max_queue: int = 1024             # calls waiting for a worker; past it RESOURCE_EXHAUSTED
-    worker_grace_s: float = 5.0       # a worker that overruns the call's timeout by this is hung
-    start_timeout_s: float = 60.0     # to start one zygote (imports included)
-    recycle_after: int = 20_000       # calls before a worker is replaced by a fresh one, give or take
-                                      # a quarter (drawn per worker, so that workers started together
-                                      # are not replaced together: a warm start costs about a second
-                                      # of CPU, during which the worker serves nobody)
+class SlotClaim:
+    """What a tool's settings section takes of the sandbox slots (each jailed process
+    runs as a slot user); tools take theirs in the order toolserver/tools.py lists them."""
 
-
-    def warm_count(self) -> int:
-        return self.workers or min(WORKERS_PER_CPU * available_cpus(), MAX_AUTO_WORKERS)
-
-    def slim_count(self) -> int:
-        return (self.slim_workers or self.warm_count()) if self.slim else 0
-
-    def scientific_count(self) -> int:
-        return (self.scientific_workers or self.warm_count()) if self.scientific else 0
-
-    def allow_list(self, profile: str) -> tuple[str, ...] | None:
-        """The modules the profile lets a call's own code import; None: every one not denied."""
-        names = self.import_profiles[profile].imports
-        return None if EVERY_MODULE in names else names
-
-    def validate_imports(self) -> None:
-        if self.import_profile not in self.import_profiles:
-            raise ConfigError(f"python.import_profile {self.import_profile!r} is not one of python.import_profiles "
-                              f"({', '.join(sorted(self.import_profiles))})")
-        for name, profile in self.import_profiles.items():
-            if not profile.imports:
-                raise ConfigError(f"python.import_profiles.{name}.imports is empty; [\"{EVERY_MODULE}\"] allows "
-                                  "every module")
-            if EVERY_MODULE in profile.imports and len(profile.imports) > 1:
-                raise ConfigError(f"python.import_profiles.{name}.imports: \"{EVERY_MODULE}\" stands alone")
-            clash = sorted(set(profile.imports) & set(profile.denied_imports))
-            if clash:
-                raise ConfigError(f"python.import_profiles.{name} allows denied module(s) {', '.join(clash)}")
-        outside = sorted({name.partition(".")[0] for name in self.slim_preload} - sys.stdlib_module_names)
-        if outside:
-            raise ConfigError(f"python.slim_preload names module(s) outside the standard library: {', '.join(outside)}")
-
-
-@dataclass(frozen=True)
-class SessionSettings:
-    max_sessions: int = 4             # open Jupyter kernels; past it RESOURCE_EXHAUSTED
-    idle_timeout_s: int = 600         # a session unused this long is closed
-    start_timeout_s: float = 60.0     # for a kernel to answer kernel_info
-    memory_mb: int = 1024             # memory a session may add to its warm kernel (~370 MB mapped):
-                                      # each process's address space, and all its processes together
-                                      # with a memory cgroup; OpenSession may ask for less
+    needed: int = 0   # without these the server does not serve (start-up refuses)
+    held: int = 0     # set aside for the whole run: sandbox.slots must cover them with the needed ones
+    wanted: int = 0   # taken of what is left, if any; fewer are served
 
 
 @dataclass(frozen=True)
@@ -294,48 +148,51 @@ class AuthSettings:
 
 
 @dataclass(frozen=True)
-class Settings:
+class CoreSettings:
+    """The sections every server has; tools' sections are added by compose_settings."""
+
     server: ServerSettings = field(default_factory=ServerSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     http: HttpSettings = field(default_factory=HttpSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
-    search: SearchSettings = field(default_factory=SearchSettings)
-    lean: LeanSettings = field(default_factory=LeanSettings)
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
-    python: PythonSettings = field(default_factory=PythonSettings)
-    sessions: SessionSettings = field(default_factory=SessionSettings)
     limits: LimitCaps = field(default_factory=LimitCaps)
     defaults: DefaultLimits = field(default_factory=DefaultLimits)
 
-    def worker_slots(self) -> int:
-        """The sandbox slots the python workers (warm, slim, scientific) and the self-test take."""
-        return self.python.warm_count() + self.python.slim_count() + self.python.scientific_count() + 1
+    def tool_sections(self) -> Iterator[tuple[str, Any]]:
+        """The tools' sections by name, in the order their tools take slots."""
+        core = {f.name for f in dataclasses.fields(CoreSettings)}
+        for section in dataclasses.fields(self):
+            if section.name not in core:
+                yield section.name, getattr(self, section.name)
 
-    def extra_worker_slots(self) -> int:
-        """The slots the python pools may grow onto: those the base workers, the sessions and
-        the Lean REPLs leave, within python.max_workers."""
-        lean = self.lean.max_repls if self.lean.enabled else 0
-        left = self.sandbox.slots - self.worker_slots() - self.sessions.max_sessions - lean
-        cap = self.python.max_workers or machine_memory_mb() // MEMORY_PER_WORKER_MB
-        return max(0, min(left, cap - (self.worker_slots() - 1)))
+    def slot_claims(self) -> dict[str, SlotClaim]:
+        """What each section that takes slots claims, by section name."""
+        return {name: section.slots() for name, section in self.tool_sections() if hasattr(section, "slots")}
 
-    def validate(self) -> "Settings":
+    def needed_slots(self) -> int:
+        """The slots the server needs to serve: the self-test's and each tool's needed ones."""
+        return 1 + sum(claim.needed for claim in self.slot_claims().values())
+
+    def free_slots(self) -> int:
+        """The slots no tool claims (needed, held or wanted)."""
+        claims = self.slot_claims().values()
+        return (self.sandbox.slots - self.needed_slots() - sum(claim.held for claim in claims)
+                - sum(claim.wanted for claim in claims))
+
+    def validate(self) -> "CoreSettings":
         """Checks values and their consistency; returns self or raises ConfigError."""
         positive = {
             "server.port": self.server.port, "server.max_message_bytes": self.server.max_message_bytes,
             "server.max_stream_inflight": self.server.max_stream_inflight,
             "sandbox.slots": self.sandbox.slots,
             "sandbox.jail_max_processes": self.sandbox.jail_max_processes,
-            "python.max_queue": self.python.max_queue,
-            "python.recycle_after": self.python.recycle_after,
-            "sessions.idle_timeout_s": self.sessions.idle_timeout_s,
             "limits.timeout_ms": self.limits.timeout_ms, "limits.memory_mb": self.limits.memory_mb,
             "limits.max_output_bytes": self.limits.max_output_bytes,
             "limits.max_processes": self.limits.max_processes, "limits.max_file_mb": self.limits.max_file_mb,
             "limits.max_open_files": self.limits.max_open_files,
             "limits.max_scratch_mb": self.limits.max_scratch_mb,
             "limits.max_scratch_files": self.limits.max_scratch_files,
-            "sessions.memory_mb": self.sessions.memory_mb,
             "defaults.timeout_ms": self.defaults.timeout_ms, "defaults.memory_mb": self.defaults.memory_mb,
             "defaults.max_output_bytes": self.defaults.max_output_bytes,
         }
@@ -356,13 +213,6 @@ class Settings:
                               "http.max_batch_body_mb)")
         if self.server.port > 65535:
             raise ConfigError(f"server.port must be at most 65535, got {self.server.port}")
-        if self.python.extra_idle_s <= 0:
-            raise ConfigError(f"python.extra_idle_s must be positive, got {self.python.extra_idle_s}")
-        for name in ("python.workers", "python.slim_workers", "python.scientific_workers", "python.max_workers",
-                     "sessions.max_sessions"):
-            section, _, field_name = name.partition(".")
-            if getattr(getattr(self, section), field_name) < 0:
-                raise ConfigError(f"{name} must not be negative")
         if self.sandbox.first_slot < 0:
             raise ConfigError("sandbox.first_slot must not be negative")
         for name in ("timeout_ms", "memory_mb", "max_output_bytes"):
@@ -371,31 +221,42 @@ class Settings:
                                   f"limits.{name} ({getattr(self.limits, name)})")
         if self.limits.max_processes > self.sandbox.jail_max_processes:
             raise ConfigError("limits.max_processes exceeds sandbox.jail_max_processes")
-        needed = self.worker_slots() + self.sessions.max_sessions
-        if self.sandbox.slots < needed:
-            raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover the python workers (warm, slim, scientific) "
-                              f"+ 1 for the self-test + sessions.max_sessions ({needed})")
         if self.limits.max_output_bytes * 4 > self.server.max_message_bytes:
             raise ConfigError("limits.max_output_bytes is too large for server.max_message_bytes")
         if not os.path.isabs(self.sandbox.scratch_root):
             raise ConfigError("sandbox.scratch_root must be an absolute path")
         if self.sandbox.memory_cgroup not in ("auto", "required", "off"):
             raise ConfigError(f"sandbox.memory_cgroup must be auto, required or off, got {self.sandbox.memory_cgroup!r}")
-        if Path(self.python.interpreter).resolve().is_relative_to("/root") and not self.sandbox.insecure_no_sandbox:
-            raise ConfigError(f"python.interpreter {self.python.interpreter} lies under /root, which the "
-                              "jail hides: use a virtual environment elsewhere (scripts/setup.sh makes one)")
         if bool(self.server.tls_cert) != bool(self.server.tls_key):
             raise ConfigError("server.tls_cert and server.tls_key go together")
         if self.server.tls_client_ca and not self.server.tls_cert:
             raise ConfigError("server.tls_client_ca needs server.tls_cert and server.tls_key")
-        self.python.validate_imports()
-        self.search.validate()
-        self.lean.validate()
         if self.server.log_format not in ("text", "json"):
             raise ConfigError(f"server.log_format must be text or json, got {self.server.log_format!r}")
         if self.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ConfigError("server.log_level must be DEBUG, INFO, WARNING or ERROR")
+        for _, section in self.tool_sections():
+            if hasattr(section, "validate"):
+                section.validate()
+            if hasattr(section, "validate_with"):
+                section.validate_with(self)
+        claims = self.slot_claims()
+        needed = self.needed_slots() + sum(claim.held for claim in claims.values())
+        if self.sandbox.slots < needed:
+            detail = ", ".join(f"{name} {claim.needed + claim.held}" for name, claim in claims.items())
+            raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover 1 for the self-test and the slots "
+                              f"the tools need and hold ({needed}: {detail})")
         return self
+
+
+def compose_settings(sections: Mapping[str, type]) -> type[CoreSettings]:
+    """The settings class of a server whose tools own sections (by name, in slot order)."""
+    clash = sorted(set(sections) & {f.name for f in dataclasses.fields(CoreSettings)})
+    if clash:
+        raise ValueError(f"tool settings section(s) {', '.join(clash)} clash with the server's own")
+    fields = [(name, kind, field(default_factory=kind)) for name, kind in sections.items()]
+    return dataclasses.make_dataclass("Settings", fields, bases=(CoreSettings,), frozen=True,
+                                      namespace={"__module__": __name__})
 
 
 def _build(cls: type, values: dict[str, Any], path: str) -> Any:
@@ -450,8 +311,12 @@ def read_toml(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
         raise ConfigError(f"{what} {path} is not valid TOML: {exc}") from exc
 
 
-def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
-    """The embedded defaults, overridden by the TOML file at path, then by overrides.
+SettingsType = TypeVar("SettingsType", bound=CoreSettings)
+
+
+def load_settings(kind: type[SettingsType], path: str | os.PathLike[str] | None = None,
+                  **overrides: Any) -> SettingsType:
+    """kind's embedded defaults, overridden by the TOML file at path, then by overrides.
 
     overrides are dotted names, e.g. {"server.port": 0}; they come from CLI flags.
     """
@@ -459,4 +324,4 @@ def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) 
     for dotted, value in overrides.items():
         section, _, name = dotted.partition(".")
         values.setdefault(section, {})[name] = value
-    return _build(Settings, values, "").validate()
+    return _build(kind, values, "").validate()

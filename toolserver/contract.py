@@ -15,3 +15,7 @@ SERVICE_NAME = SERVICE.full_name
 TOOL_NAMES: tuple[str, ...] = tuple(
     field.name for field in pb.ExecuteRequest.DESCRIPTOR.oneofs_by_name["call"].fields
     if field.message_type is not pb.JsonCall.DESCRIPTOR)
+
+# OpenSession's sessions belong to the tool whose call message carries a session_id.
+SESSION_TOOL: str = next((field.name for field in pb.ExecuteRequest.DESCRIPTOR.oneofs_by_name["call"].fields
+                          if field.name in TOOL_NAMES and "session_id" in field.message_type.fields_by_name), "")

@@ -1,35 +1,31 @@
-"""How each kind of jailed process starts, derived from the settings in one place.
+"""The jail every jailed process of the server starts from, derived from the settings.
 
-Three kinds run untrusted code: the python workers (warm zygotes; slim ones that preload
-only standard modules; scientific ones that preload the data stack), the session kernels
-and the Lean REPLs. They share one firejail command line (`sandbox.jail.jail_command`)
-and differ only in what is derived here: a slim zygote preloads less and hands back a
-call that reaches beyond the standard library, a scientific one preloads more, a kernel
-caps its own address space once warm, a REPL has Lean's memory, process and file limits
-and start-up time.
+Every tool that runs code or a program in the sandbox (its package's jails.py) derives
+its processes' specs from `sandbox_spec`: one firejail command line
+(`sandbox.jail.jail_command`), [sandbox]'s and [limits]' caps, the project hidden, and
+the calls' runtime, the interpreter every zygote starts on. A tool's section that sets
+that runtime defines `runtime() -> Runtime`; the self-test proves this spec.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.jail import JailPolicy
-from sandbox.worker import GuardPolicy, GuardProfile, ZygoteSpec
-from toolserver.config import Settings
-from toolserver.lean.settings import LeanSettings
+from sandbox.worker import ZygoteSpec
+from toolserver.config import RUNTIME_INTERPRETER, CoreSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
-class JailSpecs:
-    worker: ZygoteSpec  # warm python workers; also the self-test's, without the guard
-    slim_worker: ZygoteSpec  # slim python workers
-    scientific_worker: ZygoteSpec  # scientific python workers
-    kernel: ZygoteSpec  # session kernels
-    repl: ZygoteSpec    # Lean REPLs
+class Runtime:
+    """The interpreter jailed zygotes start on, and how."""
+
+    interpreter: str = RUNTIME_INTERPRETER
+    huge_pages: bool = True           # collapse the warm heap into 2 MB pages
+    start_timeout_s: float = 60.0     # to start one zygote (imports included)
 
 
 def project_paths() -> list[str]:
@@ -38,14 +34,24 @@ def project_paths() -> list[str]:
     its own packages. Workers get their code over their control pipe."""
     if (PROJECT_ROOT / "pyproject.toml").exists():
         return [str(PROJECT_ROOT)]
-    return [str(PROJECT_ROOT / package) for package in ("toolserver", "sandbox", "trainer")
+    return [str(PROJECT_ROOT / package) for package in ("toolserver", "toolclient", "sandbox", "trainer")
             if (PROJECT_ROOT / package).exists()]
 
 
-def zygote_spec(settings: Settings) -> ZygoteSpec:
-    """The python workers' jail, guard and interpreter."""
+def sandbox_runtime(settings: CoreSettings) -> Runtime:
+    """The runtime a tool's section sets, else the default one."""
+    for _, section in settings.tool_sections():
+        if hasattr(section, "runtime"):
+            return section.runtime()
+    return Runtime()
+
+
+def sandbox_spec(settings: CoreSettings) -> ZygoteSpec:
+    """The jail, interpreter and caps every jailed process starts from, with no preload
+    and no Python-level guard (the jail alone)."""
+    runtime = sandbox_runtime(settings)
     hidden = list(settings.sandbox.hidden_paths)
-    if not Path(settings.python.interpreter).resolve().is_relative_to(PROJECT_ROOT):
+    if not Path(runtime.interpreter).resolve().is_relative_to(PROJECT_ROOT):
         hidden += project_paths()
     jail = JailPolicy(
         firejail=settings.sandbox.firejail,
@@ -59,43 +65,6 @@ def zygote_spec(settings: Settings) -> ZygoteSpec:
         home_files=settings.limits.max_scratch_files,
         hidden_paths=tuple(hidden),
     )
-    return ZygoteSpec(interpreter=settings.python.interpreter, preload=settings.python.preload, jail=jail,
-                      huge_pages=settings.python.huge_pages, guard=guard_policy(settings),
+    return ZygoteSpec(interpreter=runtime.interpreter, jail=jail, huge_pages=runtime.huge_pages,
                       insecure_no_sandbox=settings.sandbox.insecure_no_sandbox,
-                      start_timeout_s=settings.python.start_timeout_s)
-
-
-def guard_policy(settings: Settings) -> GuardPolicy:
-    """The python.import_profiles as the guard inside the jail reads them."""
-    python = settings.python
-    return GuardPolicy({name: GuardProfile(python.allow_list(name), profile.denied_imports, profile.refuse_actions)
-                        for name, profile in python.import_profiles.items()})
-
-
-def slim_spec(worker: ZygoteSpec, preload: tuple[str, ...]) -> ZygoteSpec:
-    """A slim worker's: the workers' jail and guard with the standard modules of preload
-    only; a call that imports anything outside the standard library ends with the
-    REROUTE outcome, to be run on a warm worker."""
-    return dataclasses.replace(worker, preload=preload, reroute_outside_stdlib=True)
-
-
-def kernel_spec(worker: ZygoteSpec, start_timeout_s: float) -> ZygoteSpec:
-    """A session kernel's: the workers' jail without an address-space cap, which the
-    kernel sets on itself once warm (sandbox/kernel.py)."""
-    return dataclasses.replace(worker, jail=dataclasses.replace(worker.jail, memory_mb=0),
-                               start_timeout_s=start_timeout_s)
-
-
-def repl_spec(worker: ZygoteSpec, lean: LeanSettings) -> ZygoteSpec:
-    """A Lean REPL's: the workers' jail with Lean's memory, process and file limits."""
-    jail = dataclasses.replace(worker.jail, memory_mb=lean.memory_mb, max_processes=lean.max_processes,
-                               max_open_files=lean.max_open_files)
-    return dataclasses.replace(worker, jail=jail, start_timeout_s=lean.start_timeout_s)
-
-
-def jail_specs(settings: Settings) -> JailSpecs:
-    worker = zygote_spec(settings)
-    return JailSpecs(worker=worker, slim_worker=slim_spec(worker, settings.python.slim_preload),
-                     scientific_worker=dataclasses.replace(worker, preload=settings.python.scientific_preload),
-                     kernel=kernel_spec(worker, settings.sessions.start_timeout_s),
-                     repl=repl_spec(worker, settings.lean))
+                      start_timeout_s=runtime.start_timeout_s)

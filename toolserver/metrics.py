@@ -1,14 +1,15 @@
 """Prometheus metrics of one server, served over HTTP for scraping.
 
-Counts calls by tool and outcome, their latency, refusals by status code, and samples
-the pools at scrape time (queue depth, busy and idle workers, restarts, open sessions).
+Counts calls by tool and outcome, their latency, refusals by status code; tools add
+gauges of their own (`sample`: their pools' queue depth, workers, restarts, sessions),
+read at scrape time.
 Each server has its own registry, so that several servers in one process (tests) do not
 collide. It measures; it decides nothing.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
@@ -35,42 +36,6 @@ class ServerMetrics:
     def sample(self, name: str, documentation: str, read: Callable[[], float]) -> None:
         """A gauge read from read() at each scrape."""
         Gauge(name, documentation, registry=self.registry).set_function(read)
-
-    def watch_python(self, python: Any) -> None:
-        """Gauges over the python tool's pools (all together; slim and scientific calls
-        apart) and its session manager."""
-        pools = list(python.pools.values())
-
-        def total(field: str) -> Callable[[], float]:
-            return lambda: sum(getattr(pool.stats(), field) for pool in pools)
-
-        self.sample("toolserver_python_queue_depth", "Python calls waiting for a worker", total("waiting"))
-        self.sample("toolserver_python_workers_idle", "Python workers waiting for a call", total("idle"))
-        self.sample("toolserver_python_workers_busy", "Python workers running a call",
-                    lambda: sum(pool.stats().size - pool.stats().idle for pool in pools))
-        self.sample("toolserver_sandbox_restarts", "Python workers replaced (lost, hung or recycled)", total("restarts"))
-        self.sample("toolserver_python_workers_extra", "Python workers started past the base size, now running",
-                    total("extra"))
-        if python.pool is not None:
-            scheduler = python.pool.scheduler
-            self.sample("toolserver_python_workers_grown", "Extra python workers started while calls waited on held ones",
-                        lambda: scheduler.grown)
-            self.sample("toolserver_python_workers_shrunk", "Extra python workers stopped when idle",
-                        lambda: scheduler.shrunk)
-            self.sample("toolserver_python_borrowed_calls", "Python calls run by a worker of another class than "
-                        "their own, whose workers were all held", lambda: scheduler.borrowed)
-        if "slim" in python.pools:
-            slim = python.pools["slim"]
-            self.sample("toolserver_python_slim_calls", "Python calls run on slim workers", lambda: slim.stats().calls)
-            self.sample("toolserver_python_rerouted_calls", "Calls a slim worker handed back to a warm one",
-                        lambda: python.rerouted)
-        if "scientific" in python.pools:
-            scientific = python.pools["scientific"]
-            self.sample("toolserver_python_scientific_calls", "Python calls run on scientific workers",
-                        lambda: scientific.stats().calls)
-        if python.sessions is not None:
-            sessions = python.sessions
-            self.sample("toolserver_sessions_open", "Open Python sessions", lambda: len(sessions.sessions))
 
     def serve(self, host: str, port: int) -> int:
         """Starts the HTTP endpoint; returns the port it listens on."""

@@ -1,4 +1,4 @@
-"""Caller policies: who may call, which tools, indexes and Lean headers, how much.
+"""Caller policies: who may call, which tools, how much.
 
 A caller presents a bearer token in the `authorization` metadata; its SHA-256 picks a
 `CallerPolicy` from the policy file. Tokens are never stored or logged, only their
@@ -10,17 +10,20 @@ The policy file (TOML), one table per caller:
 
     [callers.trainer]
     token_sha256 = "<64 hex digits>"
-    tools = ["python", "search"]     # of python, search, lean; sessions come with python
-    indexes = ["python-docs"]        # search indexes; absent: all the server serves
-    lean_headers = ["import Mathlib"]  # absent: all
+    tools = ["python", "search"]     # the tools it may call (ListTools names them)
     max_timeout_ms = 10000           # absent or 0: the server's [limits]
     max_memory_mb = 1024
     max_output_bytes = 65536
     max_inflight = 256               # calls in flight at once, streams included
-    max_sessions = 2                 # open Python sessions
-    import_profile = "strict"        # of the server's python.import_profiles; absent: its default
 
-This module decides; it does not count calls (`toolserver.service` does, per caller).
+and the keys of each tool's rules (its package's rules.py: a search caller's indexes, a
+Lean caller's headers, ...). A tool's rules are a frozen dataclass with defaults that
+grant what the server serves, and:
+    KEYS: tuple[str, ...]                              # its keys in a caller's table
+    from_table(table, where, granted) -> rules         # raises ConfigError
+    validate_with(settings, where) -> None             # against the server's settings
+
+This module decides; it does not count calls (`toolserver.dispatch` does, per caller).
 """
 
 from __future__ import annotations
@@ -30,44 +33,38 @@ import hmac
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence, TypeVar
 
-from toolserver.config import read_toml
+from toolserver.config import CoreSettings, read_toml
 from toolserver.contract import TOOL_NAMES as TOOLS
 from toolserver.errors import ConfigError, PermissionDenied, Unauthenticated
-from toolserver.lean.header import HeaderError, parse_header
 from toolserver.v1 import toolserver_pb2 as pb
+
 HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-POLICY_KEYS = {"token_sha256", "tools", "indexes", "lean_headers", "max_timeout_ms", "max_lean_timeout_ms", "max_memory_mb",
-               "max_output_bytes", "max_inflight", "max_sessions", "import_profile"}
+POLICY_KEYS = ("token_sha256", "tools", "max_timeout_ms", "max_memory_mb", "max_output_bytes", "max_inflight")
+Rules = TypeVar("Rules")
 
 
 @dataclass(frozen=True)
 class CallerPolicy:
     name: str
     tools: frozenset[str]
-    indexes: frozenset[str] | None = None        # None: every index the server serves
-    lean_headers: frozenset[str] | None = None   # header keys (toolserver.lean.header); None: every header
     max_timeout_ms: int = 0                      # 0: the server's cap
-    max_lean_timeout_ms: int = 0                 # Lean calls; 0: the server's lean.max_timeout_ms
     max_memory_mb: int = 0
     max_output_bytes: int = 0
     max_inflight: int = 0                        # 0: no cap of its own
-    max_sessions: int = 0                        # 0: no cap of its own
-    import_profile: str = ""                     # the guard's import profile; "": the server's default
+    rules: tuple[Any, ...] = ()                  # the tools' own rules; a tool's absent: its defaults
 
     def require_tool(self, tool: str) -> None:
         if tool not in self.tools:
             raise PermissionDenied(f"caller {self.name!r} may not use the {tool} tool")
 
-    def require_index(self, index: str) -> None:
-        if self.indexes is not None and index not in self.indexes:
-            raise PermissionDenied(f"search index {index!r} is not allowed for caller {self.name!r}")
-
-    def require_header(self, key: str) -> None:
-        """key: a parsed header's key, the form lean_headers holds."""
-        if self.lean_headers is not None and key not in self.lean_headers:
-            raise PermissionDenied(f"lean header {key or '(no imports)'!r} is not allowed for caller {self.name!r}")
+    def rules_of(self, kind: type[Rules]) -> Rules:
+        """This caller's rules of one tool (kind: its rules class)."""
+        for rules in self.rules:
+            if isinstance(rules, kind):
+                return rules
+        return kind()
 
     def caps(self) -> dict[str, int]:
         """The policy's maxima by the name of the request limit they cap (the fields of
@@ -81,17 +78,6 @@ class CallerPolicy:
             value = getattr(asked, name)
             if cap and value > cap:
                 raise PermissionDenied(f"limits.{name} {value} exceeds caller {self.name!r}'s maximum of {cap}")
-
-
-    def lean_timeout_ms(self, asked: int, default_ms: int) -> int:
-        """A Lean call's wall time: what it asked for, else the server's default, never
-        above this caller's Lean maximum (proofs need far longer than Python calls, so
-        Lean has a cap of its own)."""
-        cap = self.max_lean_timeout_ms
-        if cap and asked > cap:
-            raise PermissionDenied(f"limits.timeout_ms {asked} exceeds caller {self.name!r}'s Lean maximum of {cap} "
-                                   "(max_lean_timeout_ms)")
-        return asked or min(default_ms, cap or default_ms)
 
 
 OPEN_POLICY = CallerPolicy(name="anonymous", tools=frozenset(TOOLS))
@@ -133,8 +119,9 @@ class Policies:
         raise Unauthenticated("unknown bearer token")
 
 
-def load_policies(path: str | Path | None) -> Policies:
-    """Reads and validates the policy file; no path: the open policy. Raises ConfigError."""
+def load_policies(path: str | Path | None, rules: Sequence[tuple[str, type]]) -> Policies:
+    """Reads and validates the policy file with the tools' rules ((tool name, rules class)
+    pairs); no path: the open policy. Raises ConfigError."""
     if not path:
         return Policies({})
     data = read_toml(path, "policy file")
@@ -146,48 +133,45 @@ def load_policies(path: str | Path | None) -> Policies:
         raise ConfigError(f"policy file {path} defines no [callers.NAME] table")
     by_hash: dict[str, CallerPolicy] = {}
     for name, table in callers.items():
-        policy, digest = _policy(name, table)
+        policy, digest = _policy(name, table, rules)
         if digest in by_hash:
             raise ConfigError(f"callers.{name}: the same token_sha256 as callers.{by_hash[digest].name}")
         by_hash[digest] = policy
     return Policies(by_hash)
 
 
-def _policy(name: str, table: Any) -> tuple[CallerPolicy, str]:
+def _policy(name: str, table: Any, rules: Sequence[tuple[str, type]]) -> tuple[CallerPolicy, str]:
     where = f"callers.{name}"
     if not isinstance(table, dict):
         raise ConfigError(f"[{where}] must be a table")
-    unknown = sorted(set(table) - POLICY_KEYS)
+    unknown = sorted(set(table) - set(POLICY_KEYS) - {key for _, kind in rules for key in kind.KEYS})
     if unknown:
         raise ConfigError(f"[{where}]: unknown key(s) {', '.join(unknown)}")
     digest = table.get("token_sha256")
     if not isinstance(digest, str) or not HEX_SHA256.match(digest):
         raise ConfigError(f"{where}.token_sha256 must be 64 lowercase hex digits (`toolserver token new` makes one)")
-    tools = _names(table, "tools", where)
+    tools = names(table, "tools", where)
     if tools is None or not tools:
         raise ConfigError(f"{where}.tools must list at least one of {', '.join(TOOLS)}")
     if tools - set(TOOLS):
         raise ConfigError(f"{where}.tools: unknown tool(s) {', '.join(sorted(tools - set(TOOLS)))}")
     numbers = {}
-    for key in ("max_timeout_ms", "max_lean_timeout_ms", "max_memory_mb", "max_output_bytes", "max_inflight",
-                "max_sessions"):
-        value = table.get(key, 0)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ConfigError(f"{where}.{key} must be a non-negative integer")
-        numbers[key] = value
-    if numbers["max_sessions"] and "python" not in tools:
-        raise ConfigError(f"{where}.max_sessions is set but the python tool is not granted")
-    if numbers["max_lean_timeout_ms"] and "lean" not in tools:
-        raise ConfigError(f"{where}.max_lean_timeout_ms is set but the lean tool is not granted")
-    profile = table.get("import_profile", "")
-    if not isinstance(profile, str):
-        raise ConfigError(f"{where}.import_profile must be a string")
-    policy = CallerPolicy(name=name, tools=frozenset(tools), indexes=_names(table, "indexes", where),
-                          lean_headers=_header_keys(table, where), import_profile=profile, **numbers)
-    return policy, digest
+    for key in ("max_timeout_ms", "max_memory_mb", "max_output_bytes", "max_inflight"):
+        numbers[key] = count(table, key, where)
+    own = tuple(kind.from_table(table, where, tool in tools) for tool, kind in rules)
+    return CallerPolicy(name=name, tools=frozenset(tools), rules=own, **numbers), digest
 
 
-def _names(table: dict[str, Any], key: str, where: str) -> frozenset[str] | None:
+def count(table: dict[str, Any], key: str, where: str) -> int:
+    """A policy key that counts (a maximum, where 0 is none); absent: 0."""
+    value = table.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{where}.{key} must be a non-negative integer")
+    return value
+
+
+def names(table: dict[str, Any], key: str, where: str) -> frozenset[str] | None:
+    """A policy key that lists names; absent: None."""
     if key not in table:
         return None
     value = table[key]
@@ -196,30 +180,15 @@ def _names(table: dict[str, Any], key: str, where: str) -> frozenset[str] | None
     return frozenset(value)
 
 
-def _header_keys(table: dict[str, Any], where: str) -> frozenset[str] | None:
-    """The Lean headers a caller may use, as the keys calls are compared by."""
-    headers = _names(table, "lean_headers", where)
-    if headers is None:
-        return None
-    try:
-        return frozenset(parse_header(header).key for header in headers)
-    except HeaderError as exc:
-        raise ConfigError(f"{where}.lean_headers: {exc}") from exc
-
-
-def validate_against_settings(policies: Policies, caps: dict[str, int], lean_max_timeout_ms: int,
-                              import_profiles: Iterable[str] = ()) -> None:
-    """Refuses policies whose maxima exceed what the server itself allows, or that name an
-    import profile it does not define."""
-    profiles = set(import_profiles)
+def validate_against_settings(policies: Policies, settings: CoreSettings) -> None:
+    """Refuses policies whose maxima exceed what the server itself allows, or whose tool
+    rules do not fit the tools' settings."""
     for policy in policies.by_hash.values():
-        if policy.import_profile and policy.import_profile not in profiles:
-            raise ConfigError(f"callers.{policy.name}.import_profile {policy.import_profile!r} is not one of the "
-                              f"server's python.import_profiles ({', '.join(sorted(profiles))})")
-        if policy.max_lean_timeout_ms > lean_max_timeout_ms:
-            raise ConfigError(f"callers.{policy.name}.max_lean_timeout_ms ({policy.max_lean_timeout_ms}) exceeds "
-                              f"the server's lean.max_timeout_ms ({lean_max_timeout_ms})")
+        where = f"callers.{policy.name}"
+        for rules in policy.rules:
+            rules.validate_with(settings, where)
         for name, cap in policy.caps().items():
-            if cap > caps[name]:
-                raise ConfigError(f"callers.{policy.name}.max_{name.removeprefix('max_')} ({cap}) exceeds "
-                                  f"the server's limits.{name} ({caps[name]})")
+            limit = getattr(settings.limits, name)
+            if cap > limit:
+                raise ConfigError(f"{where}.max_{name.removeprefix('max_')} ({cap}) exceeds "
+                                  f"the server's limits.{name} ({limit})")

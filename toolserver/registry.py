@@ -1,25 +1,28 @@
-"""The tools of this server: one interface every tool implements, one registry of them.
+"""The tools of this server: what a tool's package declares, the interface every tool
+implements, one registry of them.
 
-A tool lives in its own package (`toolserver.python`, `toolserver.search`,
-`toolserver.lean`) and implements `Tool`. The registry, built from the settings by
-`toolserver.tools` (whose exit stack owns each tool's lifetime), is the one list of
-tools: dispatch, ListTools, GetServerInfo and every front read it, and none of them
-knows a tool by name.
+A tool lives in its own package, which declares itself as a `ToolPackage`: its builder,
+its settings sections, its callers' rules and the text a model reads of its results.
+`toolserver.tools` lists the packages; the registry, built from them at start-up (an exit
+stack owns each tool's lifetime), is the one list of serving tools: dispatch, ListTools,
+GetServerInfo and every front read it, and none of them knows a tool by name.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, ClassVar, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, ClassVar, Iterable, Iterator, Mapping
+
+from google.protobuf.message import Message
 
 from sandbox.cgroups import MemoryCgroups
 from sandbox.jail import Slot
-from toolserver.config import Settings
-from toolserver.contract import TOOL_NAMES
+from sandbox.worker import ZygoteSpec
+from toolserver.config import CoreSettings
+from toolserver.contract import SESSION_TOOL, TOOL_NAMES
 from toolserver.errors import InvalidRequest, ToolUnavailable
-from toolserver.jails import JailSpecs
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import CallerPolicy
 from toolserver.state import ServerState
@@ -50,6 +53,11 @@ class Tool(ABC):
     @abstractmethod
     def spec(self, caller: CallerPolicy) -> pb.ToolSpec:
         """The tool as this caller may use it: description and JSON schema."""
+
+    @property
+    def workers(self) -> int:
+        """Calls it runs at once when none waits (fronts that report a pool's size)."""
+        return 0
 
     @abstractmethod
     def call_from_json(self, arguments: str) -> Any:
@@ -89,11 +97,12 @@ class SlotSupply:
 @dataclass
 class BuildContext:
     """What a tool's builder may use: the settings, whether the sandbox is proven
-    (`state`), the jails' specs, the slots left and the metrics to register gauges on."""
+    (`state`), the spec its jails derive from, the slots left and the metrics to register
+    gauges on."""
 
-    settings: Settings
+    settings: CoreSettings
     state: ServerState
-    jails: JailSpecs
+    sandbox: ZygoteSpec
     slots: SlotSupply
     cgroups: MemoryCgroups | None
     metrics: ServerMetrics
@@ -104,10 +113,26 @@ class BuildContext:
 ToolBuilder = Callable[[BuildContext, AsyncExitStack], Awaitable[Tool | None]]
 
 
+@dataclass(frozen=True)
+class ToolPackage:
+    """What a tool's package tells the server of the tool; the shared modules read a tool
+    only through it (toolserver/tools.py lists them)."""
+
+    name: str                                   # the contract's name: a field of ExecuteRequest's `call`
+    build: ToolBuilder
+    sections: Mapping[str, type] = field(default_factory=dict)  # its tables of the server's TOML, in
+                                                # the order its slots are taken (toolserver/config.py)
+    rules: type | None = None                   # its keys in a caller's policy (toolserver/policy.py)
+    answer: Callable[[Message], list[str]] | None = None  # what a model reads of its result message,
+                                                # line by line (toolserver/answer_text.py)
+    commands: Callable[[Any], None] | None = None  # adds its own subcommands to the `toolserver`
+                                                # command's (argparse subparsers; each sets `run`)
+
+
 class ToolRegistry:
     """The tools this server serves, by name, in the contract's order."""
 
-    def __init__(self, tools: Iterable[Tool], *, sessions: str = "python") -> None:
+    def __init__(self, tools: Iterable[Tool]) -> None:
         self.tools: dict[str, Tool] = {}
         for tool in tools:
             if tool.name not in TOOL_NAMES:
@@ -115,7 +140,6 @@ class ToolRegistry:
             if tool.name in self.tools:
                 raise ValueError(f"tool {tool.name!r} is registered twice")
             self.tools[tool.name] = tool
-        self.sessions = sessions  # the tool whose sessions OpenSession and CloseSession reach
 
     def __iter__(self) -> Iterator[Tool]:
         return iter(self.tools.values())
@@ -146,7 +170,10 @@ class ToolRegistry:
         return tool, tool.call_from_request(request)
 
     def session_tool(self) -> Tool:
-        return self.get(self.sessions)
+        """The tool whose sessions OpenSession and CloseSession reach."""
+        if not SESSION_TOOL:
+            raise ToolUnavailable("no tool of the contract has sessions")
+        return self.get(SESSION_TOOL)
 
     def specs(self, caller: CallerPolicy) -> list[pb.ToolSpec]:
         return [tool.spec(caller) for tool in self if tool.name in caller.tools]

@@ -11,7 +11,6 @@ in-flight calls finish.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import signal
 import socket
@@ -27,24 +26,26 @@ from sandbox.jail import Slot, firejail_path
 from sandbox.selftest import Check, failed, run_self_test
 from sandbox.slots import discover_slots
 from sandbox.worker import ZygoteSpec
-from toolserver.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, Settings
+from toolserver.config import LOOPBACK_HOSTS, WILDCARD_HOSTS
+from toolserver.config import CoreSettings
 from toolserver.contract import SERVICE_NAME
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import ConfigError
 from toolserver.fronts.grpc_service import ToolServerService
 from toolserver.fronts.grpc_transport import AuthInterceptor, add_to_server, server_credentials
 from toolserver.fronts.http import start_http
-from toolserver.jails import jail_specs
+from toolserver.jails import sandbox_spec
 from toolserver.metrics import ServerMetrics
-from toolserver.policy import OPEN_POLICY, Policies, load_policies, validate_against_settings
+from toolserver.policy import Policies, validate_against_settings
 from toolserver.registry import BuildContext, SlotSupply
+from toolserver.settings import load_policies
 from toolserver.state import ServerState
 from toolserver.tools import build_tools
 
 log = logging.getLogger("toolserver")
 
 
-def open_memory_cgroups(settings: Settings) -> tuple[MemoryCgroups | None, Check]:
+def open_memory_cgroups(settings: CoreSettings) -> tuple[MemoryCgroups | None, Check]:
     """The slots' memory cgroups as sandbox.memory_cgroup asks, and the check that says
     whether a call's and a session's processes are capped together."""
     mode = settings.sandbox.memory_cgroup
@@ -60,17 +61,17 @@ def open_memory_cgroups(settings: Settings) -> tuple[MemoryCgroups | None, Check
     return cgroups, Check("memory_cgroup", True, f"one per slot under {cgroups.parent}")
 
 
-async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerState, probe_slot: Slot,
+async def verify_sandbox(settings: CoreSettings, spec: ZygoteSpec, state: ServerState, probe_slot: Slot,
                          cgroups: MemoryCgroups | None) -> None:
     """Runs the jail probe and records whether the server may serve."""
     if not spec.insecure_no_sandbox and firejail_path(spec.jail) is None:
         state.reason = f"firejail not found ({spec.jail.firejail}); run scripts/setup.sh"
         return
     if settings.sandbox.self_test or spec.insecure_no_sandbox:
-        # The probe proves the jail alone: it forks, writes and spins, which the guard refuses.
+        # The probe proves the jail alone (spec has no guard): it forks, writes and spins.
         cgroup = cgroups.for_slot(probe_slot.name) if cgroups is not None else None
         try:
-            state.checks += await run_self_test(dataclasses.replace(spec, guard=None), probe_slot, cgroup)
+            state.checks += await run_self_test(spec, probe_slot, cgroup)
         finally:
             if cgroup is not None:
                 cgroup.remove()
@@ -93,11 +94,10 @@ async def verify_sandbox(settings: Settings, spec: ZygoteSpec, state: ServerStat
         log.error("refusing to run code: %s", state.reason)
 
 
-def load_caller_policies(settings: Settings) -> Policies:
+def load_caller_policies(settings: CoreSettings) -> Policies:
     """The validated policies; refuses an open server beyond loopback. Raises ConfigError."""
     policies = load_policies(settings.auth.policy_file or None)
-    validate_against_settings(policies, {name: getattr(settings.limits, name) for name in OPEN_POLICY.caps()},
-                              settings.lean.max_timeout_ms, settings.python.import_profiles)
+    validate_against_settings(policies, settings)
     authenticated = not policies.open or bool(settings.server.tls_client_ca)
     if settings.server.host not in LOOPBACK_HOSTS and not authenticated and not settings.auth.allow_open_bind:
         raise ConfigError(f"refusing to listen on {settings.server.host} with no caller tokens "
@@ -111,7 +111,7 @@ def load_caller_policies(settings: Settings) -> Policies:
     return policies
 
 
-def advertised_address(settings: Settings, port: int) -> str:
+def advertised_address(settings: CoreSettings, port: int) -> str:
     """Where other machines reach this replica: the configured address, else host:port,
     else (listening on every interface) this machine's address."""
     if settings.server.advertise_address:
@@ -125,15 +125,15 @@ def advertised_address(settings: Settings, port: int) -> str:
     return f"{host}:{port}"
 
 
-async def build_house(settings: Settings, stack: AsyncExitStack) -> Dispatcher:
+async def build_house(settings: CoreSettings, stack: AsyncExitStack) -> Dispatcher:
     """The self-test's verdict and every tool, started; their teardown goes on stack."""
     state = ServerState()
-    jails = jail_specs(settings)
+    spec = sandbox_spec(settings)
     found = discover_slots(settings.sandbox.user_prefix, settings.sandbox.slots, Path(settings.sandbox.scratch_root),
                            settings.sandbox.first_slot)
     slots = SlotSupply(found)
     probe = slots.take(1)  # the self-test's; the tools take theirs after it
-    needed = settings.worker_slots()
+    needed = settings.needed_slots()
     cgroups = None
     if len(found) < needed:
         state.refuse(f"{len(found)} sandbox slot users found, {needed} needed: run "
@@ -141,16 +141,16 @@ async def build_house(settings: Settings, stack: AsyncExitStack) -> Dispatcher:
     else:
         cgroups, cgroup_check = open_memory_cgroups(settings)
         state.checks.append(cgroup_check)
-        await verify_sandbox(settings, jails.worker, state, probe[0], cgroups)
+        await verify_sandbox(settings, spec, state, probe[0], cgroups)
     metrics = ServerMetrics()
-    registry = await build_tools(BuildContext(settings, state, jails, slots, cgroups, metrics), stack)
+    registry = await build_tools(BuildContext(settings, state, spec, slots, cgroups, metrics), stack)
     if settings.metrics.enabled:
         metrics_port = metrics.serve(settings.metrics.host, settings.metrics.port)
         log.info("metrics on http://%s:%d/metrics", settings.metrics.host, metrics_port)
     return Dispatcher(state, registry, metrics)
 
 
-async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound_port: list[int] | None = None) -> None:
+async def serve(settings: CoreSettings, *, ready: asyncio.Event | None = None, bound_port: list[int] | None = None) -> None:
     policies = load_caller_policies(settings)
     credentials = server_credentials(settings)
     if not policies.open and credentials is None and settings.server.host not in LOOPBACK_HOSTS:
@@ -163,7 +163,7 @@ async def serve(settings: Settings, *, ready: asyncio.Event | None = None, bound
     log.info("stopped")
 
 
-async def serve_grpc(settings: Settings, dispatcher: Dispatcher, policies: Policies,
+async def serve_grpc(settings: CoreSettings, dispatcher: Dispatcher, policies: Policies,
                      credentials: grpc.ServerCredentials | None, *, ready: asyncio.Event | None,
                      bound_port: list[int] | None) -> None:
     """Serves the gRPC front until SIGTERM or SIGINT, then drains it."""

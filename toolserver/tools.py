@@ -1,31 +1,34 @@
-"""The tools this server serves: one line per tool, and the registry built from them.
+"""The tools this server serves: one line per tool, and what the shared modules get of them.
 
-A new tool is its own package implementing `toolserver.registry.Tool` with a builder,
-a message of its own in ExecuteRequest's `call` oneof, and one line in `BUILDERS`.
+A new tool is its own package that declares a `toolserver.registry.ToolPackage` (its
+builder, settings sections, callers' rules, answer text), a message of its own in
+ExecuteRequest's `call` oneof, and one line in `TOOLS`.
 """
 
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from toolserver.lean.executor import build_lean
-from toolserver.python.executor import build_python
-from toolserver.registry import BuildContext, ToolBuilder, ToolRegistry
-from toolserver.search.executor import build_search
+from toolserver import lean, python, search
+from toolserver.registry import BuildContext, ToolPackage, ToolRegistry
 
 # In the order their slots are handed out: Lean REPLs take what python leaves.
-BUILDERS: tuple[ToolBuilder, ...] = (
-    build_python,
-    build_search,
-    build_lean,
+TOOLS: tuple[ToolPackage, ...] = (
+    python.TOOL,
+    search.TOOL,
+    lean.TOOL,
 )
+
+# The tools' settings sections, by table name, and their callers' rules, by tool.
+SECTIONS: dict[str, type] = {name: kind for tool in TOOLS for name, kind in tool.sections.items()}
+RULES: tuple[tuple[str, type], ...] = tuple((tool.name, tool.rules) for tool in TOOLS if tool.rules is not None)
 
 
 async def build_tools(context: BuildContext, stack: AsyncExitStack) -> ToolRegistry:
     """Every tool, built and started; stack closes them in the reverse order."""
     tools = []
-    for build in BUILDERS:
-        tool = await build(context, stack)
+    for package in TOOLS:
+        tool = await package.build(context, stack)
         if tool is not None:
             tools.append(tool)
     return ToolRegistry(tools)

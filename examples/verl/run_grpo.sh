@@ -19,7 +19,7 @@ python3 -m verl.trainer.main_ppo \
   actor_rollout_ref.rollout.multi_turn.tool_config_path="$HERE/tool_config.yaml" \
   actor_rollout_ref.rollout.agent.agent_loop_config_path="$HERE/agent_loop.yaml" \
   actor_rollout_ref.rollout.agent.default_agent_loop=toolserver_tool_agent \
-  reward.custom_reward_function.path="$(python3 -c 'import importlib.util as u; print(u.find_spec("toolserver.integrations.verl").origin)')" \
+  reward.custom_reward_function.path="$(python3 -c 'import importlib.util as u; print(u.find_spec("toolclient.integrations.verl").origin)')" \
   reward.custom_reward_function.name=compute_score \
   +reward.custom_reward_function.reward_kwargs.target="$TARGET" \
   "$@"

@@ -25,7 +25,7 @@ import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc
 import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 
-from toolserver.client import ToolClient  # noqa: E402
+from toolclient.client import ToolClient  # noqa: E402
 
 from tests.conftest import ROOT, free_port  # noqa: E402
 

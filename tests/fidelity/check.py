@@ -10,7 +10,7 @@ import importlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from toolserver.config import Settings
+from toolserver.settings import Settings
 from tests.fidelity.oracle import run_plain
 
 

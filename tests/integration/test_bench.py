@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from toolserver.bench import run_bench
-from toolserver.bench_workloads import Program, Workload, get_workload
+from toolclient.bench import run_bench
+from toolclient.bench_workloads import Program, Workload, get_workload
 
 from tests.conftest import ROOT, RunningServer, free_port
 

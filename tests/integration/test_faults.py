@@ -17,7 +17,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from sandbox.slots import processes_of_uid
-from toolserver.client import Unavailable
+from toolclient.client import Unavailable
 from toolserver.v1 import toolserver_pb2 as pb
 
 from tests.conftest import RunningServer

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from toolserver.client import python_request
-from toolserver.config import Settings
+from toolclient.client import python_request
+from toolserver.settings import Settings
 from toolserver.v1 import toolserver_pb2 as pb
 
 from tests.conftest import ROOT, RunningServer, free_port, lent_slots

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import ROOT, RunningServer, free_port
 from tests.integration.test_metrics import scrape
 from tests.security.conftest import POLICY_FILE, TOKENS
-from toolserver.config import Settings
+from toolserver.settings import Settings
 from toolserver.dispatch import Dispatcher
 from toolserver.fronts.http import start_http
 from toolserver.policy import Policies

@@ -6,7 +6,7 @@ import urllib.request
 
 import pytest
 
-from toolserver.client import InvalidArgument
+from toolclient.client import InvalidArgument
 from toolserver.v1 import toolserver_pb2 as pb
 
 

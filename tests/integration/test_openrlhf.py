@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import RunningServer
-from toolserver.integrations import openrlhf as adapter
-from toolserver.integrations.calls import FleetConfig, FleetConfigError
+from toolclient.integrations import openrlhf as adapter
+from toolclient.integrations.calls import FleetConfig, FleetConfigError
 
 PROMPT = "<|im_start|>user\nWhat is 6 * 7? Use python.<|im_end|>\n<|im_start|>assistant\n"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from toolserver.client import ToolServerError
+from toolclient.client import ToolServerError
 from toolserver.v1 import toolserver_pb2 as pb
 
 

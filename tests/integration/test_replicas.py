@@ -12,7 +12,7 @@ import pytest
 
 from sandbox.slots import discover_slots, kill_slot_processes
 
-from toolserver.client import ToolClient, ToolServerError
+from toolclient.client import ToolClient, ToolServerError
 
 from tests.conftest import RunningServer
 from tests.integration.test_metrics import scrape

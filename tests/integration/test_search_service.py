@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from toolserver.client import InvalidArgument, NotFound
+from toolclient.client import InvalidArgument, NotFound
 from toolserver.v1 import toolserver_pb2 as pb
 
 

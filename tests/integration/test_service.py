@@ -9,7 +9,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from toolserver.client import FailedPrecondition, InvalidArgument, python_request
+from toolclient.client import FailedPrecondition, InvalidArgument, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 
@@ -95,7 +95,7 @@ def test_server_info_reports_verified_sandbox(client):
 
 
 async def test_async_client_batches_over_one_stream(server):
-    from toolserver.client import AsyncToolClient
+    from toolclient.client import AsyncToolClient
 
     async with AsyncToolClient(server.target) as client:
         requests = [python_request(f"{i} + 1", request_id=f"a{i}") for i in range(30)]
@@ -104,7 +104,7 @@ async def test_async_client_batches_over_one_stream(server):
 
 
 def test_client_deadline_raises_deadline_exceeded(client):
-    from toolserver.client import DeadlineExceeded
+    from toolclient.client import DeadlineExceeded
 
     with pytest.raises(DeadlineExceeded):
         client.run_python("import time\ntime.sleep(3)", timeout_ms=5000, timeout_s=0.5)

@@ -7,7 +7,7 @@ import time
 import grpc
 import pytest
 
-from toolserver.client import NotFound
+from toolclient.client import NotFound
 from toolserver.v1 import toolserver_pb2 as pb
 
 from tests.conftest import RunningServer

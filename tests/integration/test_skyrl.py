@@ -10,10 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from tests.conftest import RunningServer
-from toolserver.integrations.calls import FleetConfig, FleetConfigError
+from toolclient.integrations.calls import FleetConfig, FleetConfigError
 
 skyrl_gym = pytest.importorskip("skyrl_gym", reason="skyrl-gym is not installed (extra skyrl)")
-from toolserver.integrations import skyrl  # noqa: E402
+from toolclient.integrations import skyrl  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -33,9 +33,9 @@ from trl.chat_template_utils import qwen2_5_chat_template  # noqa: E402
 from tests.chat_tokenizer import END, byte_chat_tokenizer  # noqa: E402
 from tests.conftest import RunningServer  # noqa: E402
 from tests.integration.test_metrics import scrape  # noqa: E402
-from toolserver.client import NotFound  # noqa: E402
-from toolserver.integrations.calls import FleetConfig, FleetConfigError, fleet_calls, function_schema  # noqa: E402
-from toolserver.integrations.trl import PythonSessions, toolserver_tools  # noqa: E402
+from toolclient.client import NotFound  # noqa: E402
+from toolclient.integrations.calls import FleetConfig, FleetConfigError, fleet_calls, function_schema  # noqa: E402
+from toolclient.integrations.trl import PythonSessions, toolserver_tools  # noqa: E402
 
 COUNTER = 'n = n + 1 if "n" in globals() else 1\nprint(n)'  # 1, 2, ... in a session; always 1 without one
 TOOL_CALL = "<tool_call>\n" + json.dumps({"name": "python", "arguments": {"code": COUNTER}}) + "\n</tool_call>"

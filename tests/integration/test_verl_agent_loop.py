@@ -25,7 +25,7 @@ from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
 from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
-from toolserver.integrations.verl import SESSION_KEY, STATS_KEY, ToolServerAgentLoop, ToolServerTool  # noqa: E402
+from toolclient.integrations.verl import SESSION_KEY, STATS_KEY, ToolServerAgentLoop, ToolServerTool  # noqa: E402
 
 QWEN_TEMPLATE = pytest.importorskip("trl.chat_template_utils").qwen2_5_chat_template
 

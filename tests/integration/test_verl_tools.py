@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from tests.conftest import RunningServer, free_port
-from toolserver.client import ToolClient
+from toolclient.client import ToolClient
 
 pytest.importorskip("verl.experimental.agent_loop", reason="the verl extra: pip install -e '.[verl]'")
 from omegaconf import OmegaConf  # noqa: E402
@@ -21,11 +21,11 @@ from verl.tools.function_tool import load_function_tools_from_path  # noqa: E402
 from verl.tools.tool_registry import initialize_tools_from_config  # noqa: E402
 from verl.trainer.ppo.reward import get_custom_reward_fn  # noqa: E402
 
-from toolserver.integrations import verl as adapter  # noqa: E402
+from toolclient.integrations import verl as adapter  # noqa: E402
 
 # The file verl's function_tool_path names; verl loads it itself (importing it here first
 # would register its tools twice).
-FUNCTION_TOOLS = importlib.util.find_spec("toolserver.integrations.verl_function_tools").origin
+FUNCTION_TOOLS = importlib.util.find_spec("toolclient.integrations.verl_function_tools").origin
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +45,11 @@ def tools(target, tmp_path):
     config = tmp_path / "tools.yaml"
     config.write_text(textwrap.dedent(f"""\
         tools:
-          - class_name: toolserver.integrations.verl.ToolServerTool
+          - class_name: toolclient.integrations.verl.ToolServerTool
             config: {{type: native, target: "{target}", tool: python, stateful: true, max_output_chars: 300}}
-          - class_name: toolserver.integrations.verl.ToolServerTool
+          - class_name: toolclient.integrations.verl.ToolServerTool
             config: {{type: native, target: "{target}", tool: search}}
-          - class_name: toolserver.integrations.verl.ToolServerTool
+          - class_name: toolclient.integrations.verl.ToolServerTool
             config: {{type: native, target: "{target}", tool: python}}
             tool_schema:
               type: function

@@ -16,7 +16,7 @@ import time
 import aiohttp
 import pytest
 
-from toolserver.client import AsyncToolClient, python_request
+from toolclient.client import AsyncToolClient, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 
 from tests.conftest import RunningServer, free_port

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from toolserver.client import AsyncToolClient, ToolClient
+from toolclient.client import AsyncToolClient, ToolClient
 from toolserver.v1 import toolserver_pb2 as pb
 
 from tests.conftest import RunningServer, free_port

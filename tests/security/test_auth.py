@@ -9,7 +9,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from toolserver.client import (NotFound, PermissionDenied, ResourceExhausted, ToolClient, Unauthenticated,
+from toolclient.client import (NotFound, PermissionDenied, ResourceExhausted, ToolClient, Unauthenticated,
                                python_request)
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc

@@ -8,9 +8,11 @@ import sys
 
 import pytest
 
-from toolserver.client import ToolClient, Unavailable
+from toolclient.client import ToolClient, Unavailable
 from toolserver.errors import ConfigError, PermissionDenied
-from toolserver.policy import load_policies, token_hash, validate_against_settings
+from toolserver.lean.rules import LeanRules
+from toolserver.policy import token_hash, validate_against_settings
+from toolserver.settings import load_policies, load_settings
 
 from tests.conftest import ROOT
 
@@ -68,15 +70,16 @@ def test_lean_has_its_own_maximum_checked_against_the_lean_settings(tmp_path):
     policies.write_text(f"[callers.prover]\ntoken_sha256 = '{token_hash('t')}'\ntools = ['lean']\n"
                         "max_timeout_ms = 5000\nmax_lean_timeout_ms = 120000\n")
     loaded = load_policies(policies)
-    caps = {"timeout_ms": 10_000, "memory_mb": 1024, "max_output_bytes": 65_536}
-    validate_against_settings(loaded, caps, lean_max_timeout_ms=300_000)  # above limits.timeout_ms: fine
+    validate_against_settings(loaded, load_settings())  # above limits.timeout_ms: fine
     with pytest.raises(ConfigError, match="exceeds the server's lean.max_timeout_ms"):
-        validate_against_settings(loaded, caps, lean_max_timeout_ms=60_000)
+        validate_against_settings(loaded, load_settings(**{"lean.max_timeout_ms": 60_000,
+                                                           "lean.default_timeout_ms": 60_000}))
     (prover,) = loaded.by_hash.values()
-    assert prover.lean_timeout_ms(0, default_ms=60_000) == 60_000
-    assert prover.lean_timeout_ms(90_000, default_ms=60_000) == 90_000
+    lean = prover.rules_of(LeanRules)
+    assert lean.timeout_ms(0, default_ms=60_000, caller="prover") == 60_000
+    assert lean.timeout_ms(90_000, default_ms=60_000, caller="prover") == 90_000
     with pytest.raises(PermissionDenied, match="Lean maximum of 120000"):
-        prover.lean_timeout_ms(200_000, default_ms=60_000)
-    short = dataclasses.replace(prover, max_lean_timeout_ms=20_000)
-    assert short.lean_timeout_ms(0, default_ms=60_000) == 20_000
-    assert dataclasses.replace(prover, max_lean_timeout_ms=0).lean_timeout_ms(0, default_ms=60_000) == 60_000
+        lean.timeout_ms(200_000, default_ms=60_000, caller="prover")
+    short = dataclasses.replace(lean, max_timeout_ms=20_000)
+    assert short.timeout_ms(0, default_ms=60_000, caller="prover") == 20_000
+    assert dataclasses.replace(lean, max_timeout_ms=0).timeout_ms(0, default_ms=60_000, caller="prover") == 60_000

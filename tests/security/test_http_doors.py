@@ -71,7 +71,7 @@ class Door:
             return read_all(sock, wait_s)
 
     def grpc_answers(self, token: str | None = None) -> bool:
-        from toolserver.client import ToolClient
+        from toolclient.client import ToolClient
         with ToolClient(self.running.target, timeout_s=30, token=token) as client:
             return client.run_python("print(6 * 7)").stdout == "42\n"
 

@@ -19,7 +19,7 @@ import grpc
 import pytest
 
 from sandbox.slots import processes_of_uid
-from toolserver.client import PermissionDenied, python_request
+from toolclient.client import PermissionDenied, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 

@@ -17,7 +17,7 @@ import warnings
 
 import pytest
 
-from toolserver.client import python_request
+from toolclient.client import python_request
 from toolserver.v1 import toolserver_pb2 as pb
 
 from tests.security.test_auth import as_caller

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.conftest import free_port
-from toolserver.client import AsyncToolClient
+from toolclient.client import AsyncToolClient
 from trainer.config import ConfigError, TrainerConfig, help_text
 from trainer.formats import ToRLFormat
 from trainer.learner import Learner, loss_inputs

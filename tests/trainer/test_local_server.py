@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.conftest import SLOTS
-from toolserver.client import ToolClient
+from toolclient.client import ToolClient
 from trainer.local_server import local_server
 
 

@@ -10,7 +10,7 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from toolserver.client import AsyncToolClient
+from toolclient.client import AsyncToolClient
 from trainer.config import TrainerConfig
 from trainer.formats import ToRLFormat
 from trainer.learner import Learner, loss_inputs

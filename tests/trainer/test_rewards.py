@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from toolserver.client import AsyncToolClient
+from toolclient.client import AsyncToolClient
 from trainer.answers import equivalent, last_boxed, to_sympy_text
 from trainer.formats import ToRLFormat
 from trainer.rewards import (AnswerChecker, RewardContext, Task, auto_reward, get_reward, math_reward,

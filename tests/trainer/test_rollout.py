@@ -6,7 +6,7 @@ import json
 from typing import Sequence
 
 from tests.conftest import free_port
-from toolserver.client import AsyncToolClient
+from toolclient.client import AsyncToolClient
 from trainer.formats import RStar2Format, ToRLFormat
 from trainer.rollout import Generation, RolloutLimits, RolloutLoop, rollout_metrics
 from trainer.tokenizer import ByteTokenizer

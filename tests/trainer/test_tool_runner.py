@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from tests.conftest import free_port
-from toolserver.client import AsyncToolClient
+from toolclient.client import AsyncToolClient
 from trainer.tool_runner import PythonJob, ToolRunner
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from toolserver.config import Settings, load_settings
-from toolserver.policy import load_policies, validate_against_settings
+from toolserver.policy import validate_against_settings
+from toolserver.settings import Settings, load_policies, load_settings
 from toolserver.server import LOOPBACK_HOSTS, load_caller_policies
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -210,10 +210,7 @@ def test_example_policies_load_and_let_the_server_listen_on_every_address(tmp_pa
     loaded = load_policies(policies)
     assert not loaded.open
     settings = configmap_settings(tmp_path, "toolserver.toml", policy_file=str(policies))
-    validate_against_settings(loaded, {"timeout_ms": settings.limits.timeout_ms,
-                                       "memory_mb": settings.limits.memory_mb,
-                                       "max_output_bytes": settings.limits.max_output_bytes},
-                              settings.lean.max_timeout_ms)
+    validate_against_settings(loaded, settings)
     assert settings.server.host not in LOOPBACK_HOSTS
     assert not load_caller_policies(settings).open  # the bind rule is satisfied by tokens
     secret = deployment()["spec"]["template"]["spec"]["volumes"]

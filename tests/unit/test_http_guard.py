@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from toolserver.config import load_settings
+from toolserver.settings import load_policies, load_settings
 from toolserver.errors import InvalidRequest
 from toolserver.fronts.http_guard import BODY, CALLER, HttpGuard, JsonRoute, host_name, parsed_body
 from toolserver.metrics import ServerMetrics
-from toolserver.policy import Policies, load_policies
+from toolserver.policy import Policies
 
 from tests.security.conftest import POLICY_FILE, TOKENS
 

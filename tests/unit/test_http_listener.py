@@ -9,7 +9,7 @@ import sys
 from toolserver.fronts.http_listener import DESCRIPTORS_PER_SLOT, DESCRIPTORS_RESERVED, refusal
 
 BUDGET = """
-from toolserver.config import load_settings
+from toolserver.settings import load_settings
 from toolserver.errors import ConfigError
 from toolserver.fronts.http_listener import connection_budget
 try:

@@ -2,7 +2,9 @@
 
 Dependencies point one way: fronts -> dispatch and registry -> tools' wings -> sandbox;
 the sandbox imports nothing of the server or the trainer; no module reaches itself
-through its imports. Imports inside functions count as much as those at the top.
+through its imports; no module outside a tool's package names that tool, so that a new
+tool is its package and one line in toolserver/tools.py. Imports inside functions count
+as much as those at the top.
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from toolserver.tools import SECTIONS, TOOLS
+
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("sandbox", "toolserver", "trainer")
-WINGS = ("toolserver.python", "toolserver.search", "toolserver.lean")
+PACKAGES = ("sandbox", "toolserver", "toolclient", "trainer")
+WINGS = tuple(tool.build.__module__ for tool in TOOLS)  # each tool's package
+TOOL_LIST = "toolserver.tools"
 
 
 def module_name(path: Path) -> str:
@@ -82,7 +87,9 @@ def graph() -> dict[str, set[str]]:
 
 def test_the_walk_sees_the_layers(graph):
     assert "toolserver.registry" in graph["toolserver.fronts.grpc_service"] | graph["toolserver.dispatch"]
-    assert "toolserver.python.executor" in graph["toolserver.tools"]
+    assert WINGS == ("toolserver.python", "toolserver.search", "toolserver.lean")
+    assert set(WINGS) <= graph[TOOL_LIST]
+    assert "toolserver.python.executor" in graph["toolserver.python"]  # its builder's, inside a function
     assert "sandbox.worker" in graph["toolserver.python.pool"]
 
 
@@ -113,17 +120,50 @@ def test_wings_do_not_reach_into_each_other_or_the_fronts(graph):
     for wing in WINGS:
         for module in (m for m in graph if under(m, wing)):
             others = {target for target in graph[module] if any(under(target, w) for w in WINGS if w != wing)
-                      or under(target, "toolserver.fronts") or target in ("toolserver.dispatch", "toolserver.tools")}
+                      or under(target, "toolserver.fronts") or target in ("toolserver.dispatch", TOOL_LIST)}
             assert not others, (module, others)
 
 
-CLIENT_SIDE = ("toolserver.client", "toolserver.v1", "toolserver.answer_text", "toolserver.output_match",
-               "toolserver.integrations")
+def test_no_module_outside_a_tools_package_imports_it_but_the_tool_list(graph):
+    wrong = {(module, target) for module, targets in graph.items() if module != TOOL_LIST
+             for target in targets for wing in WINGS if under(target, wing) and not under(module, wing)}
+    assert not wrong
 
 
-def test_engine_adapters_are_clients_of_the_server(graph):
-    adapters = [module for module in graph if under(module, "toolserver.integrations")]
-    assert "toolserver.integrations.calls" in adapters
-    wrong = {(module, target) for module in adapters for target in graph[module]
-             if not any(under(target, allowed) for allowed in CLIENT_SIDE)}
+def settings_sections_read(path: Path) -> set[str]:
+    """The tools' settings sections a module reads as `<...settings>.<section>`."""
+    return {node.attr for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Attribute) and node.attr in SECTIONS
+            and (getattr(node.value, "id", "") or getattr(node.value, "attr", "")).endswith("settings")}
+
+
+def test_no_module_outside_a_tools_package_reads_its_settings():
+    owner = {section: tool.build.__module__ for tool in TOOLS for section in tool.sections}
+    modules = project_modules()
+    assert settings_sections_read(modules["toolserver.python.executor"]) >= {"python", "sessions"}
+    wrong = {(name, section) for name, path in modules.items() for section in settings_sections_read(path)
+             if not under(name, owner[section])}
+    assert not wrong
+
+
+# What the client side may use of the server's package: the contract and what a model reads.
+SHARED = ("toolserver.v1", "toolserver.contract", "toolserver.answer_text", "toolserver.output_match")
+COMMAND_LINE = "toolserver.cli"  # the `toolserver` command: the server's and the client's
+
+
+def test_the_server_never_imports_the_client(graph):
+    server = [module for module in graph if (under(module, "toolserver") or under(module, "sandbox"))
+              and module != COMMAND_LINE]
+    assert "toolserver.server" in server
+    wrong = {(module, target) for module in server for target in graph[module] if under(target, "toolclient")}
+    assert not wrong
+
+
+def test_the_client_uses_of_the_server_only_what_it_shares(graph):
+    client = [module for module in graph if under(module, "toolclient")]
+    assert "toolclient.integrations.calls" in client and "toolclient.client" in client
+    wrong = {(module, target) for module in client for target in graph[module]
+             if not (under(target, "toolclient") or any(under(target, shared) for shared in SHARED))}
+    wrong -= {(module, target) for module, target in wrong if module == "toolclient.mcp_stdio"
+              and target == "toolserver.fronts.mcp"}  # the bridge serves the MCP front's tools on stdio
     assert not wrong

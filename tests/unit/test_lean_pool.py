@@ -21,11 +21,12 @@ from sandbox.worker import ZygoteSpec
 from tests.conftest import lent_slots
 from tests.fakes.lean_repl_standin import standin_command
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, ToolUnavailable, Unavailable
-from toolserver.jails import repl_spec
+from toolserver.lean.jails import repl_spec
 from toolserver.lean.executor import LeanExecutor, ToolchainMissing, find_toolchain, lean_call_from_json
 from toolserver.lean.header import parse_header
 from toolserver.lean.pool import ReplPool
 from toolserver.lean.repl import Toolchain
+from toolserver.lean.rules import LeanRules
 from toolserver.lean.settings import LeanSettings
 from toolserver.policy import CallerPolicy
 from toolserver.v1 import toolserver_pb2 as pb
@@ -54,7 +55,7 @@ def spec(memory_mb: int = 0) -> ZygoteSpec:
 def header_user(*headers: str) -> CallerPolicy:
     """A caller whose policy allows only these Lean headers."""
     return CallerPolicy(name="prover", tools=frozenset({"lean"}),
-                        lean_headers=frozenset(parse_header(header).key for header in headers))
+                        rules=(LeanRules(headers=frozenset(parse_header(header).key for header in headers)),))
 
 
 def standin(header_delay_s: float = 0.0) -> Toolchain:

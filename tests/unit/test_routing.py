@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolserver.config import Settings
+from toolserver.settings import Settings
 from toolserver.python.routing import CallRouter, imported_modules
 
 ROUTER = CallRouter(Settings().python.preload)

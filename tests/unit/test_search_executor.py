@@ -17,6 +17,7 @@ from toolserver.policy import CallerPolicy
 from toolserver.search.corpus import read_corpus
 from toolserver.search.executor import SearchExecutor, search_call_from_json
 from toolserver.search.index import build_index, load_encoder
+from toolserver.search.rules import SearchRules
 from toolserver.search.settings import SearchSettings
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -25,7 +26,8 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "search"
 
 def searcher(indexes: set[str]) -> CallerPolicy:
     """A caller whose policy lets it search only these indexes."""
-    return CallerPolicy(name="searcher", tools=frozenset({"search"}), indexes=frozenset(indexes))
+    return CallerPolicy(name="searcher", tools=frozenset({"search"}),
+                        rules=(SearchRules(indexes=frozenset(indexes)),))
 
 
 @pytest.fixture(scope="module")

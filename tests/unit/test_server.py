@@ -2,9 +2,10 @@ from pathlib import Path
 
 import pytest
 
-from toolserver.config import load_settings
+from toolserver.settings import load_settings
 from toolserver.errors import ConfigError
-from toolserver.jails import project_paths, zygote_spec
+from toolserver.jails import project_paths
+from toolserver.python.jails import zygote_spec
 from toolserver.server import advertised_address, load_caller_policies
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """The trainer reaches the tool server only through its client and the generated API.
 
-Every import of a `toolserver` module in `trainer/`, at module level or inside a
-function, must be `toolserver.client` or under `toolserver.v1`: the server's internals
+Every import of a `toolserver` or `toolclient` module in `trainer/`, at module level or
+inside a function, must be `toolclient.client` or under `toolserver.v1`: the server's internals
 (config, executors, service) can change without the trainer noticing.
 """
 
@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 TRAINER = Path(__file__).resolve().parents[2] / "trainer"
-ALLOWED = ("toolserver.client", "toolserver.v1")
+ALLOWED = ("toolclient.client", "toolserver.v1")
+PROJECT = ("toolserver", "toolclient")
 
 
 def allowed(module: str) -> bool:
@@ -21,21 +22,22 @@ def allowed(module: str) -> bool:
 
 
 def toolserver_imports(source: str) -> list[tuple[int, str]]:
-    """(line, module) of every toolserver module the source imports, wherever the import is."""
+    """(line, module) of every toolserver or toolclient module the source imports, wherever
+    the import is."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "toolserver":  # from toolserver import client: the names are modules
-                found += [(node.lineno, f"toolserver.{alias.name}") for alias in node.names]
+            if node.module in PROJECT:  # from toolserver import config: the names are modules
+                found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
             else:
                 found.append((node.lineno, node.module))
         elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
               and isinstance(node.args[0].value, str)
               and ast.unparse(node.func) in ("importlib.import_module", "import_module", "__import__")):
             found.append((node.lineno, node.args[0].value))
-    return [(line, module) for line, module in found if module.split(".")[0] == "toolserver"]
+    return [(line, module) for line, module in found if module.split(".")[0] in PROJECT]
 
 
 def forbidden(source: str) -> list[tuple[int, str]]:
@@ -49,7 +51,7 @@ def test_trainer_imports_only_the_client_and_the_api(path):
 
 def test_the_trainer_uses_the_client():
     modules = {module for path in TRAINER.rglob("*.py") for _, module in toolserver_imports(path.read_text())}
-    assert "toolserver.client" in modules and any(m.startswith("toolserver.v1") for m in modules)
+    assert "toolclient.client" in modules and any(m.startswith("toolserver.v1") for m in modules)
 
 
 @pytest.mark.parametrize("source", [
@@ -57,6 +59,7 @@ def test_the_trainer_uses_the_client():
     "import toolserver.service\n",
     "import toolserver\n",
     "from toolserver import config\n",
+    "from toolclient import integrations\n",
     "def f():\n    from toolserver.config import read_toml\n    return read_toml\n",
     "class C:\n    def m(self):\n        import toolserver.python.pool as pool\n",
     "import importlib\nimportlib.import_module('toolserver.config')\n",
@@ -66,11 +69,11 @@ def test_an_import_of_the_internals_is_caught(source):
 
 
 @pytest.mark.parametrize("source", [
-    "from toolserver.client import AsyncToolClient\n",
+    "from toolclient.client import AsyncToolClient\n",
     "from toolserver.v1 import toolserver_pb2 as pb\n",
     "import toolserver.v1.toolserver_pb2\n",
-    "from toolserver import client, v1\n",
-    "def f():\n    from toolserver.client import ToolClient\n",
+    "from toolclient import client\nfrom toolserver import v1\n",
+    "def f():\n    from toolclient.client import ToolClient\n",
     "from toolserver_extra import x\nfrom trainer.config import ConfigError\nfrom . import formats\n",
 ])
 def test_the_client_and_the_api_are_allowed(source):

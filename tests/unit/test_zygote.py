@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from sandbox.calls import PROGRAM_FILE, CallLimits, CallRequest
+from sandbox.calls import PROGRAM_FILE, CallLimits, CallReply, CallRequest
 from sandbox.jail import JailPolicy
 from sandbox.selftest import probe_request
 from sandbox.slots import prepare_scratch
 from sandbox.worker import GuardPolicy, GuardProfile, Zygote, ZygoteSpec
-from toolserver.config import DENIED_IMPORTS
+from toolserver.python.settings import DENIED_IMPORTS
 
 PROJECT = str(Path(__file__).resolve().parents[2])
 
@@ -54,7 +55,7 @@ async def test_huge_pages_can_be_turned_off(slot):
     try:
         assert (await zygote.start())["huge_pages_mb"] == 0
         reply = await zygote.run(probe_request("a", "import sympy\nsympy.factorint(360)"), 10)
-        assert reply["value"] == "{2: 3, 3: 2, 5: 1}"
+        assert reply.value == "{2: 3, 3: 2, 5: 1}"
     finally:
         await zygote.kill()
 
@@ -65,6 +66,17 @@ def test_the_zygote_reads_the_keys_the_host_sends():
                 if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "REQUEST_KEYS")
     wire = CallRequest("r", "1", CallLimits(1, 1, 1, 1, 1, 1)).wire()
     assert sorted(keys) == sorted(wire)
+
+
+def test_the_zygote_answers_the_keys_the_host_reads():
+    tree = ast.parse((Path(__file__).resolve().parents[2] / "sandbox" / "zygote.py").read_text())
+    keys = {node.slice.value for node in ast.walk(tree) if isinstance(node, ast.Subscript)
+            and getattr(node.value, "id", "") == "reply" and isinstance(node.slice, ast.Constant)}
+    keys |= {key.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+             and getattr(node.targets[0], "id", "") == "reply" and isinstance(node.value, ast.Dict)
+             for key in node.value.keys}
+    host_only = {"queued_us"}  # the scheduler's, never on the wire
+    assert keys == {field.name for field in dataclasses.fields(CallReply)} - host_only
 
 
 def test_the_zygote_writes_the_program_where_the_host_keeps_room_for_it():
@@ -89,8 +101,8 @@ async def test_a_request_without_its_keys_is_answered_invalid(slot):
         await zygote.start()
         partial = probe_request("partial", "1")
         reply = await zygote.run(WithoutScratchCap(partial.id, partial.code, partial.limits), 10)
-        assert reply["outcome"] == "INVALID" and "max_scratch_mb" in reply["error"]
-        assert (await zygote.run(probe_request("whole", "6 * 7"), 10))["value"] == "42"
+        assert reply.outcome == "INVALID" and "max_scratch_mb" in reply.error
+        assert (await zygote.run(probe_request("whole", "6 * 7"), 10)).value == "42"
     finally:
         await zygote.kill()
 
@@ -116,18 +128,18 @@ async def test_a_slim_zygote_hands_back_a_call_that_reaches_past_the_standard_li
                      "import importlib\ntry:\n    importlib.import_module('numpy')\nexcept BaseException:\n    pass\n"
                      "print('went on')", "from mpmath import mp"):
             reply = await zygote.run(call(code), 10)
-            assert reply["outcome"] == "REROUTE", (code, reply)
+            assert reply.outcome == "REROUTE", (code, reply)
         reply = await zygote.run(call("import statistics, fractions, json, sys\ninput() + str(statistics.mean([1, 3]))",
                                       stdin="x\n"), 10)
-        assert reply["outcome"] == "OK" and reply["value"] == "'x2'"
-        assert (await zygote.run(call("import ctypes"), 10))["outcome"] == "OK"  # standard, and open
-        assert (await zygote.run(call("import ctypes", profile="guarded"), 10))["outcome"] == "DENIED"
+        assert reply.outcome == "OK" and reply.value == "'x2'"
+        assert (await zygote.run(call("import ctypes"), 10)).outcome == "OK"  # standard, and open
+        assert (await zygote.run(call("import ctypes", profile="guarded"), 10)).outcome == "DENIED"
         # subprocess loads a denied module: a slim zygote leaves it (and threading) out.
         for code in ("import subprocess", "import asyncio", "print('x'); __import__('subprocess')"):
             reply = await zygote.run(call(code), 10)
-            assert reply["outcome"] == "REROUTE" and "subprocess" in reply["error"], (code, reply)
+            assert reply.outcome == "REROUTE" and "subprocess" in reply.error, (code, reply)
         reply = await zygote.run(call("import sys\nsorted({'subprocess', 'threading'} & set(sys.modules))"), 10)
-        assert reply["outcome"] == "OK" and reply["value"] == "[]", reply
+        assert reply.outcome == "OK" and reply.value == "[]", reply
     finally:
         await zygote.kill()
 
@@ -137,10 +149,10 @@ async def test_a_warm_zygote_runs_what_a_slim_one_hands_back(slot):
     try:
         await zygote.start()
         reply = await zygote.run(call("print('first'); __import__('sym' + 'py').factorint(12)"), 10)
-        assert reply["outcome"] == "OK" and reply["stdout"] == "first\n" and reply["value"] == "{2: 2, 3: 1}"
+        assert reply.outcome == "OK" and reply.stdout == "first\n" and reply.value == "{2: 2, 3: 1}"
         reply = await zygote.run(call("import subprocess\nsubprocess.run(['true'])"), 10)
-        assert reply["outcome"] == "OK", reply
+        assert reply.outcome == "OK", reply
         reply = await zygote.run(call("import subprocess\nsubprocess.run(['true'])", profile="guarded"), 10)
-        assert reply["outcome"] == "DENIED", reply  # importable where it is preloaded, refused on use
+        assert reply.outcome == "DENIED", reply  # importable where it is preloaded, refused on use
     finally:
         await zygote.kill()

@@ -20,7 +20,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
-from toolserver.config import Settings
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable
 from toolserver.fronts.http_guard import parsed_body
@@ -73,9 +72,8 @@ def refused(sub_id: str, error: RequestError) -> dict[str, Any]:
 
 
 class CodeJudgeFront:
-    def __init__(self, dispatcher: Dispatcher, settings: Settings) -> None:
+    def __init__(self, dispatcher: Dispatcher) -> None:
         self.dispatcher = dispatcher
-        self.workers = settings.python.warm_count() + settings.python.slim_count()
 
     def routes(self) -> list[Route]:
         routes = [Route("/ping", self.ping, methods=["GET"]), Route("/status", self.status, methods=["GET"])]
@@ -90,7 +88,9 @@ class CodeJudgeFront:
         return PlainTextResponse("pong")
 
     async def status(self, request: Request) -> JSONResponse:
-        return self.reply(200, {"queue": self.dispatcher.state.inflight, "num_workers": self.workers})
+        tool = self.dispatcher.registry.tools.get("python")
+        workers = tool.workers if tool is not None else 0
+        return self.reply(200, {"queue": self.dispatcher.state.inflight, "num_workers": workers})
 
     def single(self, judged: bool):
         async def endpoint(request: Request) -> JSONResponse:

@@ -11,7 +11,7 @@ import grpc
 from google.protobuf import message_factory
 from google.protobuf.message import DecodeError
 
-from toolserver.config import Settings
+from toolserver.config import CoreSettings
 from toolserver.contract import SERVICE, SERVICE_NAME
 from toolserver.errors import ConfigError, InvalidRequest, RequestError, status_of
 from toolserver.policy import Policies
@@ -99,7 +99,7 @@ def refusal(handler: grpc.RpcMethodHandler, code: grpc.StatusCode, message: str)
     return grpc.unary_unary_rpc_method_handler(abort_unary)
 
 
-def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
+def server_credentials(settings: CoreSettings) -> grpc.ServerCredentials | None:
     """TLS credentials from the configured PEM files, or None for plaintext."""
     if not settings.server.tls_cert:
         return None

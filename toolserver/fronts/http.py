@@ -18,7 +18,7 @@ import contextlib
 import logging
 from contextlib import AsyncExitStack
 
-from toolserver.config import WILDCARD_HOSTS, Settings
+from toolserver.config import WILDCARD_HOSTS, CoreSettings
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import ConfigError
 from toolserver.policy import Policies
@@ -26,7 +26,7 @@ from toolserver.policy import Policies
 log = logging.getLogger(__name__)
 
 
-async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Policies, stack: AsyncExitStack) -> int:
+async def start_http(settings: CoreSettings, dispatcher: Dispatcher, policies: Policies, stack: AsyncExitStack) -> int:
     """Serves the HTTP fronts on settings.http until stack closes; returns the bound port."""
     try:
         import uvicorn
@@ -49,7 +49,7 @@ async def start_http(settings: Settings, dispatcher: Dispatcher, policies: Polic
             return contextlib.nullcontext()
 
     mcp: list[Route] = []
-    routes = (SandboxFusionFront(dispatcher).routes() + CodeJudgeFront(dispatcher, settings).routes()
+    routes = (SandboxFusionFront(dispatcher).routes() + CodeJudgeFront(dispatcher).routes()
               + RetrieveFront(dispatcher).routes())
     try:
         from toolserver.fronts.mcp_http import mcp_routes

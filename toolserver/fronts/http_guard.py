@@ -39,7 +39,7 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from toolserver.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, Settings
+from toolserver.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, CoreSettings
 from toolserver.errors import InvalidRequest, Unauthenticated
 from toolserver.fronts.http_listener import count_refusal
 from toolserver.fronts.strict_json import JsonRefused, parse_limited
@@ -101,7 +101,7 @@ def host_name(host: str) -> str:
 class HttpGuard:
     """ASGI middleware in front of the fronts' routes."""
 
-    def __init__(self, app: ASGIApp, settings: Settings, policies: Policies, metrics: ServerMetrics,
+    def __init__(self, app: ASGIApp, settings: CoreSettings, policies: Policies, metrics: ServerMetrics,
                  json_routes: dict[str, JsonRoute]) -> None:
         self.app = app
         self.limits = settings.http

@@ -32,7 +32,7 @@ from typing import Any
 import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from toolserver.config import Settings
+from toolserver.config import CoreSettings
 from toolserver.errors import ConfigError
 from toolserver.logs import Throttled
 from toolserver.metrics import ServerMetrics
@@ -56,7 +56,7 @@ def refusal(status: int, message: str) -> bytes:
             f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode() + body
 
 
-def connection_budget(settings: Settings) -> int:
+def connection_budget(settings: CoreSettings) -> int:
     """How many HTTP connections may be open at once: http.max_connections, less where
     RLIMIT_NOFILE (raised to its hard limit first) leaves no room for them beside what the
     rest of the server needs. Raises ConfigError where fewer than 64 would fit."""
@@ -82,7 +82,7 @@ def connection_budget(settings: Settings) -> int:
     return room
 
 
-def guarded_protocol(settings: Settings, metrics: ServerMetrics, max_connections: int) -> type[HttpToolsProtocol]:
+def guarded_protocol(settings: CoreSettings, metrics: ServerMetrics, max_connections: int) -> type[HttpToolsProtocol]:
     """uvicorn's httptools protocol with the listener's limits."""
     limits = settings.http
     max_head_bytes = limits.max_header_kb << 10

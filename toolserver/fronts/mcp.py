@@ -1,32 +1,45 @@
 """The MCP tools: the server's tools for agents that speak the Model Context Protocol.
 
-The five tools are defined here once — `python` (optional `session_id`),
-`python_session_open`, `python_session_close`, `search`, `lean` — with what the model
-reads of each answer and the error rule: the model's own failures (an exception, a
-timeout, a proof with errors) are normal output for it to read; a failure of the
-infrastructure (the server refusing or unreachable, the sandbox lost, the tool not
-installed) is an MCP error result (`isError`). A `Backend` makes the calls:
-`toolserver.fronts.mcp_stdio` over gRPC to a tool server (`toolserver mcp`), and
-`toolserver.fronts.mcp_http` on the server's own dispatcher (`/mcp` on the HTTP port).
+The tools are the server's own, as ListTools gives them to the caller (name, description,
+JSON schema), and for the tool that has sessions two more, `<tool>_session_open` and
+`<tool>_session_close`; none is written here. Each call goes to the server as a JsonCall,
+and its answer is what a model reads of it (`toolserver.answer_text`). The error rule:
+the model's own failures (an exception, a timeout, a proof with errors) are normal output
+for it to read; a failure of the infrastructure (the server refusing or unreachable, the
+sandbox lost, the tool not installed) is an MCP error result (`isError`). A `Backend`
+makes the calls: a gRPC client of a tool server (the `toolserver mcp` bridge), and the
+server's own dispatcher (`toolserver.fronts.mcp_http`, `/mcp` on the HTTP port).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR, CallToolResult, ListToolsResult, TextContent
+from mcp.types import Tool as MCPTool
 
 from toolserver.answer_text import answer_text
-from toolserver.client import python_request
+from toolserver.contract import SESSION_TOOL
 from toolserver.v1 import toolserver_pb2 as pb
 
 INSTRUCTIONS = ("Run Python in an isolated sandbox (sympy, numpy, mpmath available), search offline "
                 "document indexes, and check Lean 4 proofs. Open a python session to keep variables "
                 "between calls.")
 CALL_DEADLINE_S = 120.0  # no tool call waits longer for its answer, on either backend
+OPEN, CLOSE = f"{SESSION_TOOL}_session_open", f"{SESSION_TOOL}_session_close"
+SESSION_TOOLS = (
+    MCPTool(name=OPEN, description=f"Open a {SESSION_TOOL} session whose state (variables, imports, files) persists "
+            f"between {SESSION_TOOL} calls given its session_id. Close it when done.",
+            input_schema={"type": "object", "properties": {}}),
+    MCPTool(name=CLOSE, description=f"Close a {SESSION_TOOL} session opened by {OPEN}.",
+            input_schema={"type": "object", "properties": {"session_id": {"type": "string"}},
+                          "required": ["session_id"]}),
+)
 
 Headers = Mapping[str, str] | None  # the HTTP request's headers; None on stdio
 
@@ -38,6 +51,8 @@ class Refused(Exception):
 class Backend(Protocol):
     """Where the tools' calls go; each verb raises Refused when the call is not answered."""
 
+    async def list_tools(self, headers: Headers) -> list[pb.ToolSpec]: ...
+
     async def execute(self, request: pb.ExecuteRequest, headers: Headers) -> pb.ExecuteResponse: ...
 
     async def open_session(self, headers: Headers) -> pb.Session: ...
@@ -45,61 +60,63 @@ class Backend(Protocol):
     async def close_session(self, session_id: str, headers: Headers) -> None: ...
 
 
-class ToolCalls:
-    """The MCP tools; their docstrings are the descriptions the model sees. Each takes the
-    request's Context for its headers, which name the caller on HTTP."""
+def mcp_tools(specs: list[pb.ToolSpec]) -> list[MCPTool]:
+    """The server's tools as MCP lists them, with the session tools after the tool that
+    has sessions."""
+    tools = []
+    for spec in specs:
+        tools.append(MCPTool(name=spec.name, description=spec.description,
+                             input_schema=json.loads(spec.parameters or '{"type": "object"}')))
+        if spec.name == SESSION_TOOL:
+            tools += SESSION_TOOLS
+    return tools
+
+
+class ToolServerMCP(MCPServer):
+    """An MCP server whose tools are the tool server's, listed and called on a backend.
+
+    tools/list is answered per request (the SDK's handler is overridden, as `call_tool`
+    is), so that each caller sees the tools its policy grants."""
 
     def __init__(self, backend: Backend) -> None:
+        super().__init__("toolserver", instructions=INSTRUCTIONS)
         self.backend = backend
 
-    async def call(self, request: pb.ExecuteRequest, ctx: Context) -> str:
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> ListToolsResult:
         try:
-            response = await self.backend.execute(request, ctx.headers)
+            specs = await self.backend.list_tools(Context(request_context=ctx, mcp_server=self).headers)
+        except Refused as exc:
+            raise MCPError(code=INTERNAL_ERROR, message=f"the tool server did not list its tools: {exc}") from exc
+        return ListToolsResult(tools=mcp_tools(specs))
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> CallToolResult:
+        """One tool call; raises ToolError for an answer that is an MCP error result."""
+        headers = context.headers if context is not None else None
+        return CallToolResult(content=[TextContent(type="text", text=await self.answer(name, arguments, headers))])
+
+    async def answer(self, name: str, arguments: dict[str, Any], headers: Headers) -> str:
+        if name == OPEN:
+            try:
+                session = await self.backend.open_session(headers)
+            except Refused as exc:
+                raise ToolError(f"no session: {exc}") from exc
+            return json.dumps({"session_id": session.session_id, "idle_timeout_s": session.idle_timeout_s})
+        if name == CLOSE:
+            try:
+                await self.backend.close_session(str(arguments.get("session_id", "")), headers)
+            except Refused as exc:
+                raise ToolError(f"session not closed: {exc}") from exc
+            return "closed"
+        request = pb.ExecuteRequest(json=pb.JsonCall(tool=name, arguments=json.dumps(arguments)))
+        try:
+            response = await self.backend.execute(request, headers)
         except Refused as exc:
             raise ToolError(f"the tool server refused the call: {exc}") from exc
         if response.outcome in (pb.CRASHED, pb.INVALID):
             raise ToolError(answer_text(response))
         return answer_text(response)
 
-    async def python(self, code: str, ctx: Context, session_id: str = "") -> str:
-        """Run Python 3 code in an isolated sandbox. Print what you want to see; the value of
-        a last bare expression is returned too. Without session_id nothing persists."""
-        return await self.call(python_request(code, session_id=session_id), ctx)
-
-    async def python_session_open(self, ctx: Context) -> str:
-        """Open a Python session whose variables and imports persist between python calls
-        given its session_id. Close it when done."""
-        try:
-            session = await self.backend.open_session(ctx.headers)
-        except Refused as exc:
-            raise ToolError(f"no session: {exc}") from exc
-        return json.dumps({"session_id": session.session_id, "idle_timeout_s": session.idle_timeout_s})
-
-    async def python_session_close(self, session_id: str, ctx: Context) -> str:
-        """Close a Python session opened by python_session_open."""
-        try:
-            await self.backend.close_session(session_id, ctx.headers)
-        except Refused as exc:
-            raise ToolError(f"session not closed: {exc}") from exc
-        return "closed"
-
-    async def search(self, query: str, ctx: Context, index: str = "", top_k: int = 0) -> str:
-        """Search offline document indexes; returns the best documents with id, title,
-        text and score. index: empty for the server's default."""
-        return await self.call(pb.ExecuteRequest(search=pb.SearchCall(query=query, index=index, top_k=top_k)), ctx)
-
-    async def lean(self, code: str, ctx: Context, header: str = "", statement: str = "") -> str:
-        """Check Lean 4 code: Lean's messages, the sorries, and whether the proof is complete.
-        header: import lines, e.g. "import Mathlib"; statement: a theorem statement the code
-        must prove unchanged."""
-        return await self.call(pb.ExecuteRequest(json=pb.JsonCall(tool="lean", arguments=json.dumps(
-            {"code": code, "header": header, "statement": statement}))), ctx)
-
 
 def mcp_server(backend: Backend) -> MCPServer:
-    """An MCP server with the five tools, their calls made on backend."""
-    server = MCPServer("toolserver", instructions=INSTRUCTIONS)
-    calls = ToolCalls(backend)
-    for tool in (calls.python, calls.python_session_open, calls.python_session_close, calls.search, calls.lean):
-        server.add_tool(tool, structured_output=False)
-    return server
+    """An MCP server with the tool server's tools, their calls made on backend."""
+    return ToolServerMCP(backend)

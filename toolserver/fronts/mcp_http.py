@@ -31,7 +31,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from toolserver.config import Settings
+from toolserver.config import CoreSettings
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import (Exhausted, InvalidRequest, NotFound, PermissionDenied, RequestError, ToolUnavailable,
                                Unauthenticated, Unavailable, status_of)
@@ -53,6 +53,13 @@ class DispatcherBackend:
     def __init__(self, dispatcher: Dispatcher, policies: Policies) -> None:
         self.dispatcher = dispatcher
         self.policies = policies
+
+    async def list_tools(self, headers: Headers) -> list[pb.ToolSpec]:
+        try:
+            return self.dispatcher.list_tools(self.caller(headers))
+        except RequestError as exc:
+            code, message = status_of(exc)
+            raise Refused(f"{code.name}: {message}") from exc
 
     async def execute(self, request: pb.ExecuteRequest, headers: Headers) -> pb.ExecuteResponse:
         with self.answered():
@@ -99,7 +106,7 @@ class ManagerEndpoint:
         await self.manager.handle_request(scope, receive, send)
 
 
-async def mcp_routes(settings: Settings, dispatcher: Dispatcher, policies: Policies, stack: AsyncExitStack
+async def mcp_routes(settings: CoreSettings, dispatcher: Dispatcher, policies: Policies, stack: AsyncExitStack
                      ) -> list[Route]:
     """The /mcp route; its session manager runs until stack closes (the embedded uvicorn
     has no lifespan to run it), so stack must close the HTTP server first."""

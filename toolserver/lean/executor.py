@@ -26,8 +26,10 @@ from toolserver.arguments import json_arguments
 from toolserver.errors import InvalidRequest, PermissionDenied, ToolUnavailable
 from toolserver.lean.guard import check_proof
 from toolserver.lean.header import HeaderError, SplitSource, parse_header, split_source
+from toolserver.lean.jails import repl_spec
 from toolserver.lean.pool import ReplOutcome, ReplPool
 from toolserver.lean.repl import Toolchain
+from toolserver.lean.rules import LeanRules
 from toolserver.lean.settings import LeanSettings
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext, Tool
@@ -129,7 +131,7 @@ def _position(entry: dict[str, Any]) -> tuple[int, int]:
 class LeanExecutor(Tool):
     """Checks Lean 4 proofs on pooled, jailed REPLs; serves nothing without a toolchain.
 
-    spec: how a REPL's jail starts (`toolserver.jails.repl_spec`)."""
+    spec: how a REPL's jail starts (`toolserver.lean.jails.repl_spec`)."""
 
     name = "lean"
 
@@ -183,7 +185,8 @@ class LeanExecutor(Tool):
     def grant(self, limits: pb.Limits, caller: CallerPolicy) -> int:
         """A call's wall time in milliseconds: what it asked for, else the default, within
         the caller's Lean maximum and the server's."""
-        asked = caller.lean_timeout_ms(limits.timeout_ms, self.settings.default_timeout_ms)
+        asked = caller.rules_of(LeanRules).timeout_ms(limits.timeout_ms, self.settings.default_timeout_ms,
+                                                       caller.name)
         return min(asked, self.settings.max_timeout_ms)
 
     def call_from_request(self, request: pb.ExecuteRequest) -> LeanArguments:
@@ -245,7 +248,7 @@ class LeanExecutor(Tool):
         key = source.header.key
         if self.header_keys is not None and key not in self.header_keys:
             raise PermissionDenied(f"lean header {key or '(no imports)'!r} is not allowed for this server")
-        caller.require_header(key)
+        caller.rules_of(LeanRules).require_header(key, caller.name)
         return source
 
     async def check(self, call: pb.LeanCall, request_id: str, timeout_ms: int,
@@ -312,7 +315,8 @@ class LeanExecutor(Tool):
 async def build_lean(context: BuildContext, stack: AsyncExitStack) -> LeanExecutor:
     """The Lean tool on the slots left after the python tool's, started when its
     toolchain is here (else it serves nothing and says why)."""
-    lean = LeanExecutor(context.settings.lean, context.jails.repl, context.slots.take(context.settings.lean.max_repls))
+    settings = context.settings.lean
+    lean = LeanExecutor(settings, repl_spec(context.sandbox, settings), context.slots.take(settings.max_repls))
     stack.push_async_callback(lean.close)
     await lean.start()
     return lean

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from toolserver.config import SlotClaim
 from toolserver.errors import ConfigError
 from toolserver.lean.header import HeaderError, parse_header
 
@@ -36,6 +37,10 @@ class LeanSettings:
     max_code_chars: int = 200_000        # longer code is a request error
     max_messages: int = 200              # messages beyond this are dropped (the response says truncated)
     max_message_chars: int = 8_000       # a message's text is cut here (the response says truncated)
+
+    def slots(self) -> SlotClaim:
+        """REPLs run on the slots the python tool leaves."""
+        return SlotClaim(wanted=self.max_repls if self.enabled else 0)
 
     def validate(self) -> None:
         for field in ("max_queue", "max_repls", "memory_mb", "max_processes", "max_open_files", "default_timeout_ms", "max_timeout_ms",

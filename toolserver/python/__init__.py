@@ -1,1 +1,26 @@
-"""The python tool: jailed warm zygotes for stateless calls, Jupyter kernels for sessions."""
+"""The python tool: jailed warm zygotes for stateless calls, Jupyter kernels for sessions.
+
+`executor.PythonExecutor` is the entry point; `settings` holds [python] and [sessions],
+`rules` a caller's python keys, `jails` its processes' specs, `gauges` its metrics,
+`answer` what a model reads of its result. The executor loads when a server builds the
+tool, so that reading the settings loads no pool.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+
+from toolserver.python.answer import answer_lines
+from toolserver.python.rules import PythonRules
+from toolserver.python.settings import PythonSettings, SessionSettings
+from toolserver.registry import BuildContext, Tool, ToolPackage
+
+
+async def build(context: BuildContext, stack: AsyncExitStack) -> Tool | None:
+    from toolserver.python.executor import build_python
+
+    return await build_python(context, stack)
+
+
+TOOL = ToolPackage(name="python", build=build, sections={"python": PythonSettings, "sessions": SessionSettings},
+                   rules=PythonRules, answer=answer_lines)

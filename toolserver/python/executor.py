@@ -10,20 +10,21 @@ knows nothing of gRPC status.
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
 from contextlib import AsyncExitStack
-from typing import Any
 
-from sandbox.calls import PROGRAM_FILE, CallLimits, CallRequest, working_path
+from sandbox.calls import PROGRAM_FILE, CallLimits, CallReply, CallRequest, working_path
 from sandbox.cgroups import SlotCgroups
 from sandbox.selftest import guard_probe, judge_guard, probe_request
 from sandbox.worker import WorkerLost
-from toolserver.config import Settings
+from toolserver.config import CoreSettings
 from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
+from toolserver.python.gauges import watch_python
+from toolserver.python.jails import python_jails
 from toolserver.python.pool import WorkerPool
 from toolserver.python.routing import SCIENTIFIC, SLIM, WARM, CallRouter
+from toolserver.python.rules import PythonRules
 from toolserver.python.scheduler import Scheduler
 from toolserver.python.schema import python_call_from_json, python_tool_spec
 from toolserver.python.sessions import SessionManager
@@ -36,7 +37,7 @@ OUTCOMES = {name: pb.Outcome.Value(name) for name in
             ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "DENIED", "CRASHED", "INVALID")}
 
 
-def effective_limits(requested: pb.Limits, settings: Settings, caller: CallerPolicy = OPEN_POLICY) -> CallLimits:
+def effective_limits(requested: pb.Limits, settings: CoreSettings, caller: CallerPolicy = OPEN_POLICY) -> CallLimits:
     """Each limit: the request's value, or the default when 0, never above the server's
     cap nor the caller's. Asking explicitly for more than the caller's policy grants is
     refused (PermissionDenied); above the server's cap the value is capped."""
@@ -56,7 +57,7 @@ def effective_limits(requested: pb.Limits, settings: Settings, caller: CallerPol
     )
 
 
-def session_memory_mb(requested: pb.Limits, settings: Settings, caller: CallerPolicy = OPEN_POLICY) -> int:
+def session_memory_mb(requested: pb.Limits, settings: CoreSettings, caller: CallerPolicy = OPEN_POLICY) -> int:
     """A new session's memory: what OpenSession asked for, else sessions.memory_mb, never
     above it nor the caller's max_memory_mb (asking for more than that is refused)."""
     caller.check_limits(pb.Limits(memory_mb=requested.memory_mb))  # a session's calls ask their own time
@@ -95,35 +96,24 @@ def parent_directories(path: str) -> list[str]:
     return ["/".join(parts[:end]) for end in range(1, len(parts) + 1)]
 
 
-def fetched_files(reply: dict[str, Any]) -> dict[str, bytes]:
-    files = reply.get("files")
-    if not isinstance(files, dict):
-        return {}
-    try:
-        return {str(name): base64.b64decode(text, validate=True) for name, text in files.items()}
-    except (TypeError, ValueError):
-        return {}
-
-
-def response_from_reply(request_id: str, reply: dict[str, Any]) -> pb.ExecuteResponse:
+def response_from_reply(request_id: str, reply: CallReply) -> pb.ExecuteResponse:
     return pb.ExecuteResponse(
         request_id=request_id,
-        outcome=OUTCOMES.get(str(reply.get("outcome")), pb.CRASHED),
-        stdout=valid_text(str(reply.get("stdout", ""))),
-        stderr=valid_text(str(reply.get("stderr", ""))),
-        error=valid_text(str(reply.get("error", ""))),
-        truncated=bool(reply.get("truncated", False)),
-        elapsed_us=max(0, int(reply.get("elapsed_us", 0))),
-        queued_us=max(0, int(reply.get("queued_us", 0))),
-        python=pb.PythonResult(value=valid_text(str(reply.get("value", ""))), exit_code=int(reply.get("exit_code", 0)),
-                               files=fetched_files(reply)),
+        outcome=OUTCOMES.get(reply.outcome, pb.CRASHED),
+        stdout=valid_text(reply.stdout),
+        stderr=valid_text(reply.stderr),
+        error=valid_text(reply.error),
+        truncated=reply.truncated,
+        elapsed_us=max(0, reply.elapsed_us),
+        queued_us=max(0, reply.queued_us),
+        python=pb.PythonResult(value=valid_text(reply.value), exit_code=reply.exit_code, files=reply.files),
     )
 
 
 class PythonExecutor(Tool):
     name = "python"
 
-    def __init__(self, settings: Settings, pools: dict[str, WorkerPool], sessions: SessionManager | None) -> None:
+    def __init__(self, settings: CoreSettings, pools: dict[str, WorkerPool], sessions: SessionManager | None) -> None:
         """pools: by worker class (routing.SLIM, WARM, SCIENTIFIC); no WARM pool: calls are
         refused (the sandbox is not proven)."""
         self.settings = settings
@@ -131,6 +121,11 @@ class PythonExecutor(Tool):
         self.sessions = sessions
         self.router = CallRouter(settings.python.preload, settings.python.scientific_preload)
         self.rerouted = 0           # calls a slim worker handed back to a warm one
+
+    @property
+    def workers(self) -> int:
+        """Its base warm and slim workers (code-judge's num_workers)."""
+        return self.settings.python.warm_count() + self.settings.python.slim_count()
 
     @property
     def pool(self) -> WorkerPool | None:
@@ -152,7 +147,7 @@ class PythonExecutor(Tool):
         return python_call_from_json(arguments)
 
     def import_profile(self, caller: CallerPolicy) -> str:
-        return caller.import_profile or self.settings.python.import_profile
+        return caller.rules_of(PythonRules).import_profile or self.settings.python.import_profile
 
     def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
         profile = self.import_profile(caller)
@@ -164,7 +159,7 @@ class PythonExecutor(Tool):
         return effective_limits(limits, self.settings, caller)
 
     async def open_session(self, limits: pb.Limits, caller: CallerPolicy = OPEN_POLICY) -> pb.Session:
-        session = await self.session_manager().open(caller.name, caller.max_sessions,
+        session = await self.session_manager().open(caller.name, caller.rules_of(PythonRules).max_sessions,
                                                     session_memory_mb(limits, self.settings, caller),
                                                     self.import_profile(caller))
         return pb.Session(session_id=session.session_id, idle_timeout_s=session.idle_timeout_s)
@@ -195,24 +190,24 @@ class PythonExecutor(Tool):
                               files=files, fetch_files=fetch)
         return response_from_reply(request_id, await self.run_stateless(request))
 
-    async def run_stateless(self, request: CallRequest) -> dict[str, Any]:
+    async def run_stateless(self, request: CallRequest) -> CallReply:
         """The reply of a worker of the class the router picks (or of one that runs it
         too, when the scheduler lends one); a call a slim worker hands back runs again on
         a warm one."""
         assert self.pool is not None
         scheduler = self.pool.scheduler
         reply = await scheduler.run(self.router.route(request.code), request)
-        if reply.get("outcome") == "REROUTE" and SLIM in self.pools:
+        if reply.outcome == "REROUTE" and SLIM in self.pools:
             self.rerouted += 1
-            queued_us = reply.get("queued_us", 0)
+            queued_us = reply.queued_us
             reply = await scheduler.run(WARM, request)
-            reply["queued_us"] = reply.get("queued_us", 0) + queued_us
+            reply.queued_us += queued_us
         return self.checked(reply)
 
     @staticmethod
-    def checked(reply: dict[str, Any]) -> dict[str, Any]:
-        if reply.get("outcome") == "REROUTE":  # only a slim worker hands a call back: its child lied
-            reply.update(outcome="CRASHED", error="the call's process answered a result it cannot give")
+    def checked(reply: CallReply) -> CallReply:
+        if reply.outcome == "REROUTE":  # only a slim worker hands a call back: its child lied
+            reply.outcome, reply.error = "CRASHED", "the call's process answered a result it cannot give"
         return reply
 
 
@@ -229,11 +224,12 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
     the spare ones the pools grow onto."""
     settings, state = context.settings, context.state
     python = settings.python
-    classes = {WARM: (context.jails.worker, context.slots.take(python.warm_count()))}
+    jails = python_jails(settings)
+    classes = {WARM: (jails.worker, context.slots.take(python.warm_count()))}
     session_slots = context.slots.take(settings.sessions.max_sessions)
-    classes[SLIM] = (context.jails.slim_worker, context.slots.take(python.slim_count()))
-    classes[SCIENTIFIC] = (context.jails.scientific_worker, context.slots.take(python.scientific_count()))
-    spare = context.slots.take(settings.extra_worker_slots())
+    classes[SLIM] = (jails.slim_worker, context.slots.take(python.slim_count()))
+    classes[SCIENTIFIC] = (jails.scientific_worker, context.slots.take(python.scientific_count()))
+    spare = context.slots.take(python.extra_worker_slots(settings))
     if not state.serving:
         return PythonExecutor(settings, {}, None)
     scheduler = Scheduler(spare, max_queue=python.max_queue, idle_shrink_s=python.extra_idle_s)
@@ -260,13 +256,13 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
         return PythonExecutor(settings, {}, None)
     sessions = None
     if session_slots:
-        sessions = SessionManager(context.jails.kernel, session_slots, max_sessions=settings.sessions.max_sessions,
+        sessions = SessionManager(jails.kernel, session_slots, max_sessions=settings.sessions.max_sessions,
                                   idle_timeout_s=settings.sessions.idle_timeout_s,
                                   max_message_text=settings.limits.max_output_bytes, cgroups=context.cgroups)
         stack.push_async_callback(sessions.shutdown)
         sessions.start()
     executor = PythonExecutor(settings, pools, sessions)
-    context.metrics.watch_python(executor)
+    watch_python(context.metrics, executor)
     return executor
 
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from sandbox.calls import CallRequest
+from sandbox.calls import CallReply, CallRequest
 from sandbox.cgroups import MemoryCgroups, SlotCgroups
 from sandbox.jail import Slot
 from sandbox.slots import kill_slot_processes, prepare_scratch
@@ -179,11 +179,11 @@ class WorkerPool:
                          restarts=self.restarts, calls=self.calls, extra=sum(
                              1 for worker in self._workers if worker.slot.name not in self._base))
 
-    async def run(self, request: CallRequest) -> dict[str, Any]:
+    async def run(self, request: CallRequest) -> CallReply:
         """Runs one call on a worker of this pool."""
         return await self.scheduler.run(self.name, request, borrow=False)
 
-    async def turn(self, worker: Zygote, request: CallRequest) -> dict[str, Any]:
+    async def turn(self, worker: Zygote, request: CallRequest) -> CallReply:
         """Runs request on worker, which the scheduler handed to it, and frees the worker."""
         self.calls += 1
         started = time.monotonic()
@@ -215,6 +215,5 @@ class WorkerPool:
             self._slot_cgroups.remove_all()
 
 
-def crashed_reply(request_id: str, error: str, elapsed_s: float) -> dict[str, Any]:
-    return {"id": request_id, "outcome": "CRASHED", "stdout": "", "stderr": "", "value": "",
-            "error": error, "truncated": False, "exit_code": -1, "elapsed_us": int(elapsed_s * 1e6)}
+def crashed_reply(request_id: str, error: str, elapsed_s: float) -> CallReply:
+    return CallReply(request_id, "CRASHED", error=error, exit_code=-1, elapsed_us=int(elapsed_s * 1e6))

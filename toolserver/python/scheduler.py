@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sandbox.calls import CallRequest
+from sandbox.calls import CallReply, CallRequest
 from sandbox.jail import Slot
 from sandbox.worker import Zygote
 from toolserver.cpus import CpuMeter
@@ -55,7 +55,7 @@ class WorkerPool(Protocol):
     def held(self, now: float, held_s: float) -> bool: ...
     def busy_until(self) -> list[float]: ...
     def replace_later(self, worker: Zygote) -> None: ...
-    async def turn(self, worker: Zygote, request: CallRequest) -> dict[str, Any]: ...
+    async def turn(self, worker: Zygote, request: CallRequest) -> CallReply: ...
     async def grow(self, slot: Slot) -> bool: ...
     def idle_extras(self, idle_before: float) -> list[Zygote]: ...
     async def retire(self, worker: Zygote) -> None: ...
@@ -107,7 +107,7 @@ class Scheduler:
     def start(self) -> None:
         self.spawn(self._shrink_idle_extras())
 
-    async def run(self, route: str, request: CallRequest, borrow: bool = True) -> dict[str, Any]:
+    async def run(self, route: str, request: CallRequest, borrow: bool = True) -> CallReply:
         """Runs one call on the first worker free for it and returns the zygote's reply,
         with the time it waited (`queued_us`); without borrow, only on its route's class."""
         if self.closed:
@@ -132,7 +132,7 @@ class Scheduler:
             if not turn.done():  # else the worker may be running the next caller's call already
                 worker.cancel_call()
             raise
-        reply["queued_us"] = int(queued_s * 1e6)
+        reply.queued_us = int(queued_s * 1e6)
         return reply
 
     async def acquire(self, classes: tuple[str, ...], start_by: float | None = None) -> tuple[WorkerPool, Zygote]:

@@ -29,6 +29,7 @@ import zmq
 import zmq.asyncio
 from jupyter_client.asynchronous import AsyncKernelClient
 
+from sandbox.calls import CallReply
 from sandbox.cgroups import MemoryCgroups, SlotCgroups
 from sandbox.hostside import UNIX_PATH_MAX, jail_view
 from sandbox.jail import Slot
@@ -100,7 +101,7 @@ class OutputCap:
 class SessionManager:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_sessions: int, idle_timeout_s: int,
                  max_message_text: int, cgroups: MemoryCgroups | None = None) -> None:
-        self.spec = spec  # toolserver.jails.kernel_spec
+        self.spec = spec  # toolserver.python.jails.kernel_spec
         self.free_slots = list(slots)
         self._releasing = 0                   # slots being cleaned after their session ended
         self._slot_returned = asyncio.Event()
@@ -319,8 +320,8 @@ class SessionManager:
             self._slot_returned.set()
 
     async def execute(self, session_id: str, owner: str, code: str, stdin: str, timeout_ms: int,
-                      max_output_bytes: int) -> dict[str, Any]:
-        """Runs code in the owner's session; returns a reply shaped like a zygote's."""
+                      max_output_bytes: int) -> CallReply:
+        """Runs code in the owner's session; returns a reply as a zygote's (with no id)."""
         session = self.get(session_id, owner)
         async with session.lock:  # the reaper leaves a locked session alone
             if not session.alive:
@@ -332,25 +333,23 @@ class SessionManager:
             self._account_memory(session, reply)
             return reply
 
-    def _account_memory(self, session: KernelSession, reply: dict[str, Any]) -> None:
-        """A call during which the OOM killer ended a process of the session hit the
-        session's memory limit, whatever the kernel reported."""
+    def _account_memory(self, session: KernelSession, reply: CallReply) -> None:
+        """Applies the OOM kills of the session's cgroup during the call to reply."""
         cgroup = session.kernel.cgroup
         if cgroup is None:
             return
         kills = cgroup.oom_kills()
-        if kills > session.oom_kills and reply["outcome"] in ("CRASHED", "ERROR"):
-            ended = "; the session is closed" if not session.alive else ""
-            reply.update(outcome="MEMORY_LIMIT",
-                         error=f"session memory limit of {session.memory_mb} MB reached by its processes together{ended}")
+        ended = "; the session is closed" if not session.alive else ""
+        reply.note_oom_kills(kills - session.oom_kills,
+                             f"session memory limit of {session.memory_mb} MB reached by its processes together{ended}")
         session.oom_kills = kills
 
     async def _run(self, session: KernelSession, code: str, stdin: str, timeout_ms: int,
-                   max_output_bytes: int) -> dict[str, Any]:
+                   max_output_bytes: int) -> CallReply:
         client = session.client
         stdout, stderr = OutputCap(max_output_bytes), OutputCap(max_output_bytes)
         lines = stdin.splitlines()
-        reply: dict[str, Any] = {"outcome": "OK", "value": "", "error": "", "exit_code": 0}
+        reply = CallReply("", "OK")
         started = time.monotonic()
         deadline = started + timeout_ms / 1000.0
         value_cut = False
@@ -363,13 +362,14 @@ class SessionManager:
             while True:
                 now = time.monotonic()
                 if not session.kernel.alive:
-                    reply.update(outcome="CRASHED", error="session kernel died; the session is closed", exit_code=-1)
+                    reply.outcome, reply.exit_code, reply.error = (
+                        "CRASHED", -1, "session kernel died; the session is closed")
                     await self._kill(session)
                     break
                 if now >= deadline:
                     if interrupted:
-                        reply.update(outcome="TIMEOUT", exit_code=-1,
-                                     error=f"time limit of {timeout_ms} ms exceeded; the kernel did not stop, session closed")
+                        reply.outcome, reply.exit_code, reply.error = (
+                            "TIMEOUT", -1, f"time limit of {timeout_ms} ms exceeded; the kernel did not stop, session closed")
                         await self._kill(session)
                         break
                     self._interrupt(session)
@@ -388,31 +388,23 @@ class SessionManager:
                 elif kind == "execute_result":
                     value = str(content.get("data", {}).get("text/plain", ""))
                     value_cut = cut or len(value) > max_output_bytes
-                    reply["value"] = value[:max_output_bytes]
+                    reply.value = value[:max_output_bytes]
                 elif kind == "display_data":
                     stdout.add(str(content.get("data", {}).get("text/plain", "")) + "\n")
                     stdout.truncated = stdout.truncated or cut
                 elif kind == "error":
                     stderr.add(strip_ansi("\n".join(map(str, content.get("traceback", [])))) + "\n")
                     stderr.truncated = stderr.truncated or cut
-                    name = str(content.get("ename", "Error"))
-                    if interrupted and name == "KeyboardInterrupt":
-                        reply.update(outcome="TIMEOUT", exit_code=-1,
-                                     error=f"time limit of {timeout_ms} ms exceeded; interrupted, session kept")
-                    elif name == "MemoryError":
-                        reply.update(outcome="MEMORY_LIMIT", exit_code=1, error="MemoryError: session memory limit reached")
-                    elif name in ("ImportDenied", "ActionDenied"):
-                        reply.update(outcome="DENIED", exit_code=1, error=f"{name}: {content.get('evalue', '')}")
-                    else:
-                        reply.update(outcome="ERROR", exit_code=1, error=f"{name}: {content.get('evalue', '')}")
+                    reply.outcome, reply.exit_code, reply.error = kernel_error(
+                        str(content.get("ename", "Error")), content.get("evalue", ""), interrupted, timeout_ms)
                 elif kind == "status" and content.get("execution_state") == "idle":
                     break
         finally:
             session.inbox = None
             stdin_task.cancel()
-        reply.update(stdout=stdout.text(), stderr=stderr.text(),
-                     truncated=stdout.truncated or stderr.truncated or value_cut,
-                     elapsed_us=int((time.monotonic() - started) * 1e6))
+        reply.stdout, reply.stderr = stdout.text(), stderr.text()
+        reply.truncated = stdout.truncated or stderr.truncated or value_cut
+        reply.elapsed_us = int((time.monotonic() - started) * 1e6)
         return reply
 
     async def _answer_input(self, client: AsyncKernelClient, pending: list[str]) -> None:
@@ -447,6 +439,18 @@ class SessionManager:
         await asyncio.gather(*list(self._background), return_exceptions=True)
         self._slot_cgroups.remove_all()
         self.context.destroy(linger=0)
+
+
+def kernel_error(name: str, evalue: Any, interrupted: bool, timeout_ms: int) -> tuple[str, int, str]:
+    """The outcome, exit code and error of a call whose code raised name (evalue): a
+    KeyboardInterrupt the server's interrupt caused is its time limit."""
+    if interrupted and name == "KeyboardInterrupt":
+        return "TIMEOUT", -1, f"time limit of {timeout_ms} ms exceeded; interrupted, session kept"
+    if name == "MemoryError":
+        return "MEMORY_LIMIT", 1, "MemoryError: session memory limit reached"
+    if name in ("ImportDenied", "ActionDenied"):
+        return "DENIED", 1, f"{name}: {evalue}"
+    return "ERROR", 1, f"{name}: {evalue}"
 
 
 def raise_if_exited(session: KernelSession) -> None:

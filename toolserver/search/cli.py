@@ -19,6 +19,7 @@ DEFAULTS = SearchSettings()
 def add_index_parser(subparsers: argparse._SubParsersAction) -> None:
     """Adds `index build|default|list` to a parser's subcommands."""
     index = subparsers.add_parser("index", help="build and list search indexes")
+    index.set_defaults(run=run_index_command)
     commands = index.add_subparsers(dest="index_command", required=True)
 
     build = commands.add_parser("build", help="build an index from a JSONL corpus")

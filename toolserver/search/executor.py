@@ -26,6 +26,7 @@ from toolserver.search.docs_corpus import BM25_B, BM25_K1, installed, module_doc
 from toolserver.search.index import (
     MANIFEST, DenseUnavailable, Encoder, IndexExists, IndexProblem, ScoredDocument, SearchIndex, Analyzer,
     build_index, index_path, list_indexes, load_encoder, load_index)
+from toolserver.search.rules import SearchRules
 from toolserver.search.settings import SearchSettings
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -133,7 +134,8 @@ class SearchExecutor(Tool):
         self._threads.shutdown(wait=False, cancel_futures=True)
 
     def _index_for(self, name: str, caller: CallerPolicy) -> SearchIndex:
-        caller.require_index(name)  # first, so that a caller cannot probe which indexes exist
+        # First, so that a caller cannot probe which indexes exist.
+        caller.rules_of(SearchRules).require_index(name, caller.name)
         index = self.indexes.get(name)
         if index is None:
             raise NotFound(f"no search index {name!r} on this server; ListTools names the indexes")
@@ -190,7 +192,7 @@ class SearchExecutor(Tool):
     def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
         """The search tool as the caller may use it: only its indexes are named."""
         settings = self.settings
-        names = [name for name in self.index_names() if caller.indexes is None or name in caller.indexes]
+        names = [name for name in self.index_names() if caller.rules_of(SearchRules).allows(name)]
         index_schema: dict = {"type": "string", "description": "The index to search."}
         if names:
             index_schema["enum"] = names

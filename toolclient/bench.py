@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from toolserver.bench_peers import PEER_APIS, bench_peer
-from toolserver.bench_workloads import Program, Ran, Workload
-from toolserver.client import AsyncToolClient, ToolServerError, python_request
+from toolclient.bench_peers import PEER_APIS, bench_peer
+from toolclient.bench_workloads import Program, Ran, Workload
+from toolclient.client import AsyncToolClient, ToolServerError, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 
 MODES = ("unary", "stream", "fresh")

@@ -2,13 +2,13 @@
 
 Serves the MCP tools (`toolserver.fronts.mcp`) on stdin/stdout, what Claude Desktop,
 Claude Code and the OpenAI Agents SDK start, and forwards each call to a tool server over
-gRPC with `toolserver.client`, presenting the bridge's own token: the MCP client's
+gRPC with `toolclient.client`, presenting the bridge's own token: the MCP client's
 requests carry no caller of their own.
 """
 
 from __future__ import annotations
 
-from toolserver.client import AsyncToolClient, ToolServerError
+from toolclient.client import AsyncToolClient, ToolServerError
 from toolserver.fronts.mcp import CALL_DEADLINE_S, Headers, Refused, mcp_server
 from toolserver.v1 import toolserver_pb2 as pb
 
@@ -18,6 +18,12 @@ class ClientBackend:
 
     def __init__(self, client: AsyncToolClient) -> None:
         self.client = client
+
+    async def list_tools(self, headers: Headers) -> list[pb.ToolSpec]:
+        try:
+            return await self.client.list_tools()
+        except ToolServerError as exc:
+            raise Refused(str(exc)) from exc
 
     async def execute(self, request: pb.ExecuteRequest, headers: Headers) -> pb.ExecuteResponse:
         try:

@@ -1,7 +1,7 @@
 """Stateless verl function tools for `actor_rollout_ref.rollout.multi_turn.function_tool_path`.
 
 Point `function_tool_path` at this file (`python -c "import importlib.util as u;
-print(u.find_spec('toolserver.integrations.verl_function_tools').origin)"`); the tools call
+print(u.find_spec('toolclient.integrations.verl_function_tools').origin)"`); the tools call
 the fleet named by TOOLSERVER_TARGET (default 127.0.0.1:50051) with TOOLSERVER_TOKEN as
 bearer token (and TOOLSERVER_TIMEOUT_S, TOOLSERVER_MAX_OUTPUT_CHARS, ...: one variable per
 `FleetConfig` field). Each call is a fresh interpreter; use `ToolServerTool` with
@@ -13,8 +13,8 @@ from __future__ import annotations
 from verl.tools.function_tool import function_tool
 
 from toolserver.answer_text import answer_text
-from toolserver.client import ToolServerError
-from toolserver.integrations.calls import FleetConfig, fleet_calls
+from toolclient.client import ToolServerError
+from toolclient.integrations.calls import FleetConfig, fleet_calls
 
 
 async def call(tool: str, arguments: dict) -> str:

@@ -32,9 +32,10 @@ from skyrl_gym.envs.search.utils import em_check, extract_solution
 from skyrl_gym.tools.core import ToolGroup, tool
 
 from toolserver.answer_text import answer_text
-from toolserver.client import ToolServerError
-from toolserver.integrations.calls import CallStats, FleetConfig, fleet_calls
-from toolserver.integrations.model_calls import ToolCall, hermes_calls, tagged_calls
+from toolclient.client import ToolServerError
+from toolserver.contract import TOOL_NAMES
+from toolclient.integrations.calls import CallStats, FleetConfig, fleet_calls
+from toolclient.integrations.model_calls import ToolCall, hermes_calls, tagged_calls
 
 ENV_ID = "toolserver"
 DEFAULT_MAX_TURNS = 5
@@ -155,7 +156,8 @@ def answer_matches(action: str, ground_truth: Any) -> float:
 
 
 class ToolServerEnv(BaseTextEnv):
-    """One episode of a model that calls python, search and lean. A turn's calls are Hermes
+    """One episode of a model that calls the server's tools (python, search and lean through
+    the groups above, any other tool of the contract statelessly). A turn's calls are Hermes
     `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks (any number) or
     `<tool><python>...</python></tool>`; their answers come back as one user message of
     `<tool_response>` blocks. A turn without a call, or turn `max_turns` (extras, which
@@ -174,6 +176,7 @@ class ToolServerEnv(BaseTextEnv):
         self.python = ToolServerPythonToolGroup(config, self.stats, session=True)
         self.init_tool_groups([self.python, ToolServerSearchToolGroup(config, self.stats),
                                ToolServerLeanToolGroup(config, self.stats)])
+        self.others = FleetToolGroup("ToolServerToolGroup", config, self.stats)  # the server's other tools
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         self.turns += 1
@@ -194,7 +197,9 @@ class ToolServerEnv(BaseTextEnv):
             return call.error
         group_name = self.tool_to_toolgroup.get(call.name)
         if group_name is None:
-            return f"no tool named {call.name!r}; the tools are {', '.join(sorted(self.tool_to_toolgroup))}"
+            if call.name not in TOOL_NAMES:
+                return f"no tool named {call.name!r}; the tools are {', '.join(sorted(TOOL_NAMES))}"
+            return self.others.answer(call.name, call.arguments)
         group = next(group for group in self.tool_groups if group.name == group_name)
         return group.answer(call.name, call.arguments)
 

@@ -8,28 +8,34 @@
   target resolves to (`dns:///name:port`), a session's calls go to the replica holding it.
   One instance per configuration is shared by all tools of the process (`fleet_calls`).
 - `function_schema`: a tool as the server lists it, in the flat OpenAI function shape the
-  engines' schemas accept, minus the arguments the adapter fills in itself.
+  engines' schemas accept, minus the arguments the adapter fills in itself;
+  `ModelTools`: the caller's tools as Python methods with the signature and Google-style
+  docstring engines read a tool's schema from (transformers' `get_json_schema`).
 - `CallStats`: counts and latency of a trajectory's calls, for the engine to keep.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import time
+import types
 import weakref
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from toolserver.client import AsyncToolClient, InvalidArgument, ToolClient, python_request
+from toolserver.answer_text import answer_text
+from toolclient.client import AsyncToolClient, InvalidArgument, ToolClient, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 
-TOOLS = ("python", "search", "lean")
 ENV_PREFIX = "TOOLSERVER_"
 SESSION_ARGUMENTS = frozenset({"code", "stdin"})
 PROPERTY_KEYS = ("type", "description", "enum")  # what a flat function schema keeps of a property
+PYTHON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "array": list, "object": dict}
+RETURNS = "What the model reads of the answer: its output and result, with its outcome when it did not finish normally."
 
 
 class FleetConfigError(ValueError):
@@ -157,6 +163,54 @@ def function_schema(spec: pb.ToolSpec, hidden: tuple[str, ...] = ("session_id",)
     return {"type": "function", "function": {"name": spec.name, "description": spec.description,
                                              "parameters": {"type": "object", "properties": properties,
                                                             "required": required}}}
+
+
+class ModelTools:
+    """The tools ListTools gave a caller, each a method of this object (`getattr(tools, name)`)
+    of the tool's required arguments, named, typed and documented (Google style, each text
+    on one line) as its spec says, for engines that read a tool's schema from a method
+    (transformers' `get_json_schema`). A call answers what the model reads of it. It pickles
+    with its config and specs, and its methods with it."""
+
+    def __init__(self, config: FleetConfig, specs: Iterable[pb.ToolSpec]) -> None:
+        self.config = config
+        self.specs = {spec.name: spec for spec in specs}
+
+    def __getattr__(self, name: str) -> Callable[..., Awaitable[str]]:
+        spec = self.__dict__.get("specs", {}).get(name)
+        if spec is None:
+            raise AttributeError(name)
+        return types.MethodType(tool_method(spec), self)
+
+    async def answer(self, tool: str, arguments: dict[str, Any]) -> str:
+        response = await fleet_calls(self.config).call(tool, arguments)
+        return answer_text(response, self.config.max_output_chars)
+
+
+def tool_method(spec: pb.ToolSpec) -> Callable[..., Awaitable[str]]:
+    """The function of a ModelTools method for spec."""
+    schema = function_schema(spec)["function"]
+    properties, required = schema["parameters"]["properties"], schema["parameters"]["required"]
+    kinds = {name: PYTHON_TYPES.get(properties[name].get("type"), str) for name in required}
+    name = spec.name
+
+    async def method(self: ModelTools, **arguments: Any) -> str:
+        return await self.answer(name, arguments)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = "\n".join([one_line(spec.description), "", "Args:"] + [
+        f"    {argument}: {one_line(properties[argument].get('description', '') or argument)}" for argument in required
+    ] + ["", "Returns:", f"    {RETURNS}"])
+    method.__annotations__ = {**kinds, "return": str}
+    method.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(argument, inspect.Parameter.KEYWORD_ONLY, annotation=kind) for argument, kind in kinds.items()],
+        return_annotation=str)
+    return method
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 @dataclass

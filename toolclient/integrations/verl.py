@@ -1,7 +1,7 @@
 """verl (0.9.x) on a tool server fleet: tools, a session-closing agent loop, a code reward.
 
 - `ToolServerTool`, a `verl.tools.base_tool.BaseTool` configured per tool in verl's tool
-  YAML (`class_name: toolserver.integrations.verl.ToolServerTool`, `config: {type: native,
+  YAML (`class_name: toolclient.integrations.verl.ToolServerTool`, `config: {type: native,
   target, tool, stateful, timeout_s, max_output_chars, max_inflight, token}`). Without a
   `tool_schema` in the YAML it asks the server for the tool's schema (ListTools), in the
   flat shape verl's pydantic schema takes.
@@ -18,7 +18,7 @@
   in one ExecuteStream instead of one HTTP request per case, with verl's result codes.
 
 Stateless `@function_tool` variants for `function_tool_path` are in
-`toolserver/integrations/verl_function_tools.py`.
+`toolclient/integrations/verl_function_tools.py`.
 """
 
 from __future__ import annotations
@@ -39,8 +39,9 @@ from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from toolserver.answer_text import answer_text
-from toolserver.client import NotFound, ToolServerError, python_request
-from toolserver.integrations.calls import (TOOLS, CallStats, FleetCalls, FleetConfig, FleetConfigError, fleet_calls,
+from toolclient.client import NotFound, ToolServerError, python_request
+from toolserver.contract import SESSION_TOOL, TOOL_NAMES
+from toolclient.integrations.calls import (CallStats, FleetCalls, FleetConfig, FleetConfigError, fleet_calls,
                                            function_schema)
 from toolserver.output_match import same_output
 from toolserver.v1 import toolserver_pb2 as pb
@@ -59,12 +60,12 @@ class ToolServerTool(BaseTool):
     """One of the server's tools (python, search, lean) as a verl tool."""
 
     def __init__(self, config: dict[str, Any], tool_schema: OpenAIFunctionToolSchema | None = None) -> None:
-        self.tool = str(config.get("tool", "python"))
-        if self.tool not in TOOLS:
-            raise FleetConfigError(f"tool must be one of {list(TOOLS)}, not {self.tool!r}")
+        self.tool = str(config.get("tool", SESSION_TOOL))
+        if self.tool not in TOOL_NAMES:
+            raise FleetConfigError(f"tool must be one of {list(TOOL_NAMES)}, not {self.tool!r}")
         self.stateful = bool(config.get("stateful", False))
-        if self.stateful and self.tool != "python":
-            raise FleetConfigError("only the python tool keeps a session (stateful: true)")
+        if self.stateful and self.tool != SESSION_TOOL:
+            raise FleetConfigError(f"only the {SESSION_TOOL} tool keeps a session (stateful: true)")
         self.fleet = FleetConfig.from_mapping(config, ignore=TOOL_KEYS)
         self.calls = fleet_calls(self.fleet)
         self._instance_sessions: dict[str, str] = {}  # for callers that pass no agent_data

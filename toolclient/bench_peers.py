@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from toolserver.bench_workloads import NOT_RUN, Program, Ran
+from toolclient.bench_workloads import NOT_RUN, Program, Ran
 
 CALL_TIMEOUT_S = 60.0
 

@@ -40,9 +40,10 @@ from typing import Any
 import numpy as np
 
 from toolserver.answer_text import answer_text
-from toolserver.client import ToolServerError
-from toolserver.integrations.calls import CallStats, FleetConfig, fleet_calls
-from toolserver.integrations.model_calls import ToolCall, fenced_calls, hermes_calls
+from toolclient.client import ToolServerError
+from toolserver.contract import SESSION_TOOL, TOOL_NAMES
+from toolclient.integrations.calls import CallStats, FleetConfig, fleet_calls
+from toolclient.integrations.model_calls import ToolCall, fenced_calls, hermes_calls
 
 try:
     from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
@@ -122,14 +123,14 @@ class AgentInstance(AgentInstanceBase):
         return float(answers[-1].strip() == str(label).strip())
 
     async def _answer(self, name: str, arguments: dict[str, Any]) -> str:
-        if name not in ("python", "search", "lean"):
-            return f"no tool named {name!r}; the tools are lean, python, search"
+        if name not in TOOL_NAMES:
+            return f"no tool named {name!r}; the tools are {', '.join(sorted(TOOL_NAMES))}"
         started = time.monotonic()
         arguments = {key: value for key, value in arguments.items() if key != "session_id"}
         try:
-            if name == "python" and not self.session_id:
+            if name == SESSION_TOOL and not self.session_id:
                 self.session_id = await self.calls.open_session()
-            response = await self.calls.call(name, arguments, session_id=self.session_id if name == "python" else "")
+            response = await self.calls.call(name, arguments, session_id=self.session_id if name == SESSION_TOOL else "")
         except ToolServerError as exc:
             self.stats.record(None, started)
             return f"the tool server refused the call: {exc}"

@@ -2,11 +2,12 @@
 `tools=`, `PythonSessions(...)` for its `environment_factory=` (one Python session per rollout).
 
 - **Schemas.** TRL calls a tool by its `__name__` and renders it with transformers'
-  `get_json_schema`, which takes only a function or a method and reads its name, type hints
-  and Google-style docstring. A method's docstring is its class's, so the schema the model
-  sees is the docstrings below: fixed, the same whatever the server runs (a training prompt
-  should not change when an operator adds an index). The server's ListTools says what only
-  it knows (the caller's import profile, the index names); `toolserver tools` prints it.
+  `get_json_schema`, which reads a function's name, type hints and Google-style docstring.
+  `toolserver_tools` makes each from the tool as ListTools gives it to the caller
+  (`calls.ModelTools`): its description and required arguments, so a tool the server
+  adds reaches the model with no change here; the description says what only the server
+  knows (the caller's import profile, the index names). `PythonSessions`' one method is
+  written here, as TRL reads an environment's tools from its class.
 - **Async.** The tools are coroutines: TRL awaits them on its own event-loop thread, where
   `FleetCalls` makes its client. GRPOTrainer awaits the calls of one assistant turn together
   and handles its rollouts one after another; TRL's experimental AsyncGRPOTrainer awaits many
@@ -29,66 +30,26 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from toolserver.answer_text import answer_text
-from toolserver.client import NotFound, ToolServerError
-from toolserver.integrations.calls import TOOLS, CallStats, FleetConfig, FleetConfigError, fleet_calls
+from toolclient.client import NotFound, ToolServerError
+from toolserver.contract import TOOL_NAMES
+from toolclient.integrations.calls import CallStats, FleetConfig, FleetConfigError, ModelTools, fleet_calls
 
 log = logging.getLogger(__name__)
 
 
-class ToolServerTools:
-    """The fleet's stateless tools; its methods are what `toolserver_tools` hands TRL."""
-
-    def __init__(self, config: FleetConfig) -> None:
-        self.config = config
-
-    async def python(self, code: str) -> str:
-        """Run Python 3 code in a sandbox with sympy, numpy and mpmath pre-imported; nothing persists between calls.
-
-        Args:
-            code: Python 3 source. Print what you want to read; the repr of a last bare expression
-                is returned as the value.
-
-        Returns:
-            The program's stdout, stderr and value, with its outcome when it did not finish normally.
-        """
-        return await self._call("python", {"code": code})
-
-    async def search(self, query: str) -> str:
-        """Search an offline document index; returns the best-matching documents with id, title, text and score.
-
-        Args:
-            query: What to look for: keywords or a question in words.
-
-        Returns:
-            The hits as a JSON list.
-        """
-        return await self._call("search", {"query": query})
-
-    async def lean(self, code: str) -> str:
-        """Check Lean 4 code. New axioms are refused.
-
-        Args:
-            code: Lean 4 source after the header: theorems and their proofs. Imports at its top join
-                the header.
-
-        Returns:
-            Lean's messages (severity, line, column, text), the sorries, and complete (no error, no sorry).
-        """
-        return await self._call("lean", {"code": code})
-
-    async def _call(self, tool: str, arguments: dict[str, str]) -> str:
-        response = await fleet_calls(self.config).call(tool, arguments)
-        return answer_text(response, self.config.max_output_chars)
-
-
-def toolserver_tools(names: Sequence[str] = TOOLS, **settings: Any) -> list[Callable[..., Awaitable[str]]]:
-    """GRPOTrainer's `tools=`: the named tools over the fleet that settings (FleetConfig's
-    keys: target, token, timeout_s, ...) describe."""
-    unknown = sorted(set(names) - set(TOOLS))
+def toolserver_tools(names: Sequence[str] | None = None, **settings: Any) -> list[Callable[..., Awaitable[str]]]:
+    """GRPOTrainer's `tools=`: the tools ListTools gives this caller (or those of names), as
+    functions of their required arguments, over the fleet that settings (FleetConfig's keys:
+    target, token, timeout_s, ...) describe."""
+    unknown = sorted(set(names or ()) - set(TOOL_NAMES))
     if unknown:
-        raise FleetConfigError(f"unknown tools {unknown}; known: {list(TOOLS)}")
-    tools = ToolServerTools(FleetConfig.from_mapping(settings))
-    return [getattr(tools, name) for name in names]
+        raise FleetConfigError(f"unknown tools {unknown}; known: {list(TOOL_NAMES)}")
+    config = FleetConfig.from_mapping(settings)
+    tools = ModelTools(config, fleet_calls(config).specs().values())
+    missing = [name for name in names or () if name not in tools.specs]
+    if missing:
+        raise FleetConfigError(f"the server at {config.target} offers no {', '.join(missing)} tool to this caller")
+    return [getattr(tools, name) for name in (names or tools.specs)]
 
 
 class PythonSession:

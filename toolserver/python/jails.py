@@ -1,0 +1,58 @@
+"""How the python tool's jailed processes start: the workers (warm zygotes; slim ones that
+preload only standard modules; scientific ones that preload the data stack) and the
+session kernels, each derived from the server's sandbox spec (toolserver/jails.py).
+
+A slim zygote preloads less and hands back a call that reaches beyond the standard
+library, a scientific one preloads more, a kernel caps its own address space once warm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from sandbox.worker import GuardPolicy, GuardProfile, ZygoteSpec
+from toolserver.config import CoreSettings
+from toolserver.jails import sandbox_spec
+from toolserver.python.settings import PythonSettings
+
+
+@dataclass(frozen=True)
+class PythonJails:
+    worker: ZygoteSpec             # warm workers
+    slim_worker: ZygoteSpec        # slim workers
+    scientific_worker: ZygoteSpec  # scientific workers
+    kernel: ZygoteSpec             # session kernels
+
+
+def zygote_spec(settings: CoreSettings) -> ZygoteSpec:
+    """The warm workers': the sandbox's jail with the warm preload and the guard."""
+    python = settings.python
+    return dataclasses.replace(sandbox_spec(settings), preload=python.preload, guard=guard_policy(python))
+
+
+def guard_policy(python: PythonSettings) -> GuardPolicy:
+    """The python.import_profiles as the guard inside the jail reads them."""
+    return GuardPolicy({name: GuardProfile(python.allow_list(name), profile.denied_imports, profile.refuse_actions)
+                        for name, profile in python.import_profiles.items()})
+
+
+def slim_spec(worker: ZygoteSpec, preload: tuple[str, ...]) -> ZygoteSpec:
+    """A slim worker's: the workers' jail and guard with the standard modules of preload
+    only; a call that imports anything outside the standard library ends with the
+    REROUTE outcome, to be run on a warm worker."""
+    return dataclasses.replace(worker, preload=preload, reroute_outside_stdlib=True)
+
+
+def kernel_spec(worker: ZygoteSpec, start_timeout_s: float) -> ZygoteSpec:
+    """A session kernel's: the workers' jail without an address-space cap, which the
+    kernel sets on itself once warm (sandbox/kernel.py)."""
+    return dataclasses.replace(worker, jail=dataclasses.replace(worker.jail, memory_mb=0),
+                               start_timeout_s=start_timeout_s)
+
+
+def python_jails(settings: CoreSettings) -> PythonJails:
+    worker = zygote_spec(settings)
+    return PythonJails(worker=worker, slim_worker=slim_spec(worker, settings.python.slim_preload),
+                       scientific_worker=dataclasses.replace(worker, preload=settings.python.scientific_preload),
+                       kernel=kernel_spec(worker, settings.sessions.start_timeout_s))
