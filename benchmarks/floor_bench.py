@@ -48,7 +48,7 @@ from toolclient.bench import bench_stream, bench_unary, machine_cores
 from toolclient.bench_workloads import get_workload
 from toolserver.settings import Settings
 from toolserver.python.jails import slim_spec, zygote_spec
-from toolserver.python.executor import effective_limits
+from toolserver.grants import effective_limits
 from toolserver.v1 import toolserver_pb2 as pb
 
 TICK = os.sysconf("SC_CLK_TCK")

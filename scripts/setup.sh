@@ -16,11 +16,11 @@ EXTRAS="${TOOLSERVER_EXTRAS:-dev,http,mcp}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
 
-if ! command -v firejail >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1 \
+if ! command -v firejail >/dev/null 2>&1 || ! command -v openssl >/dev/null 2>&1 || ! command -v g++ >/dev/null 2>&1 \
    || ! /usr/bin/python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
-  echo "setup: installing firejail, openssl and python3-venv"
+  echo "setup: installing firejail, openssl, python3-venv and g++ (the cpp tool's compiler)"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq firejail openssl python3-venv python3-dev >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq firejail openssl python3-venv python3-dev g++ >/dev/null
 fi
 
 # make_venv DIR WHAT: a virtual environment of the system Python at DIR, unless there is one.

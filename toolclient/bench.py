@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from typing import Any, Mapping, Sequence
 
 from toolclient.bench_peers import PEER_APIS, bench_peer
 from toolclient.bench_workloads import Program, Ran, Workload
-from toolclient.client import AsyncToolClient, ToolServerError, python_request
+from toolclient.client import AsyncToolClient, ToolServerError
 from toolserver.v1 import toolserver_pb2 as pb
 
 MODES = ("unary", "stream", "fresh")
@@ -91,7 +92,10 @@ def programs_for(workload: Workload, calls: int) -> list[Program]:
 
 
 def response_ran(response: pb.ExecuteResponse) -> Ran:
-    return Ran(response.outcome == pb.OK, response.outcome == pb.TIMEOUT, response.elapsed_us / 1e6)
+    """Ran well: OK, and for a C++ call every case passed."""
+    judged = response.WhichOneof("result") == "cpp"
+    passed = not judged or response.cpp.passed == len(response.cpp.cases)
+    return Ran(response.outcome == pb.OK and passed, response.outcome == pb.TIMEOUT, response.elapsed_us / 1e6)
 
 
 async def bench_unary(target: str, workload: Workload, calls: int, concurrency: int, **client_args: Any
@@ -108,7 +112,7 @@ async def bench_unary(target: str, workload: Workload, calls: int, concurrency: 
             for program in queue:
                 started = time.perf_counter()
                 try:
-                    response = await client.execute(python_request(program.code, timeout_ms=program.timeout_ms))
+                    response = await client.execute(program.request())
                 except ToolServerError:
                     failures += 1
                     continue
@@ -143,7 +147,7 @@ async def bench_stream(target: str, workload: Workload, calls: int, concurrency:
                 await window.acquire()
                 request_id = str(i)
                 sent_at[request_id] = time.perf_counter()
-                yield python_request(program.code, request_id=request_id, timeout_ms=program.timeout_ms)
+                yield program.request(request_id)
 
         started = time.perf_counter()
         answered = 0
@@ -160,9 +164,44 @@ async def bench_stream(target: str, workload: Workload, calls: int, concurrency:
     return BenchResult(workload.name, "stream", concurrency, calls, failures, seconds, latencies)
 
 
+async def fresh_python(program: Program, python: str) -> tuple[bool, bool]:
+    """`python3 -c code`: whether it exited 0, and whether it ran to its limit."""
+    process = await asyncio.create_subprocess_exec(python, "-c", program.code, stdout=subprocess.DEVNULL,
+                                                   stderr=subprocess.DEVNULL)
+    limit_s = program.timeout_ms / 1000 if program.runs_to_limit else None  # the rest: no limit
+    try:
+        return await asyncio.wait_for(process.wait(), limit_s) == 0, False
+    except asyncio.TimeoutError:
+        with contextlib.suppress(ProcessLookupError):  # it may end just as its time does
+            process.kill()
+        await process.wait()
+        return False, True
+
+
+async def fresh_cpp(program: Program, compiler: str = "g++") -> tuple[bool, bool]:
+    """`g++ -O2` in a fresh directory, then the binary as a fresh process per case: whether
+    it compiled and every case's output was the expected one."""
+    with tempfile.TemporaryDirectory() as directory:
+        source = Path(directory) / "main.cpp"
+        source.write_text(program.code)
+        compiling = await asyncio.create_subprocess_exec(compiler, "-std=c++17", "-O2", "-pipe", "-o",
+                                                         f"{directory}/main", str(source),
+                                                         stderr=subprocess.DEVNULL)
+        if await compiling.wait() != 0:
+            return False, False
+        for stdin, expected in program.cases:
+            process = await asyncio.create_subprocess_exec(f"{directory}/main", stdin=subprocess.PIPE,
+                                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            stdout, _ = await process.communicate(stdin.encode())
+            if process.returncode != 0 or stdout.decode().split() != expected.split():
+                return False, False
+    return True, False
+
+
 def bench_fresh_process(workload: Workload, calls: int, concurrency: int, python: str) -> BenchResult:
-    """The baseline: one fresh `python3 -c code` process per call, no sandbox at all, and
-    no time limit but for the programs that run to theirs."""
+    """The baseline: one fresh `python3 -c code` process per call (a C++ program: a fresh
+    compile and a fresh process per case), no sandbox at all, and no time limit but for
+    the programs that run to theirs."""
     latencies: list[float] = []
     failures = 0
 
@@ -173,16 +212,7 @@ def bench_fresh_process(workload: Workload, calls: int, concurrency: int, python
             nonlocal failures
             for program in queue:
                 started = time.perf_counter()
-                process = await asyncio.create_subprocess_exec(python, "-c", program.code, stdout=subprocess.DEVNULL,
-                                                               stderr=subprocess.DEVNULL)
-                limit_s = program.timeout_ms / 1000 if program.runs_to_limit else None  # the rest: no limit
-                try:
-                    exited_0, timed_out = await asyncio.wait_for(process.wait(), limit_s) == 0, False
-                except asyncio.TimeoutError:
-                    with contextlib.suppress(ProcessLookupError):  # it may end just as its time does
-                        process.kill()
-                    await process.wait()
-                    exited_0, timed_out = False, True
+                exited_0, timed_out = await (fresh_cpp(program) if program.cpp else fresh_python(program, python))
                 elapsed_s = time.perf_counter() - started
                 failures += program.wrong(Ran(exited_0, timed_out, elapsed_s), elapsed_s * 1000, latencies)
 
@@ -220,6 +250,9 @@ def run_bench(target: str, workloads: Sequence[Workload], calls: int, concurrenc
         for mode, runner in runners.items():
             if workload.mixed and mode in PEER_APIS and not PEER_APIS[mode].limit_per_call:
                 print(f"{workload.name} {mode}: not sent (its API sets no time limit per call)")
+                continue
+            if workload.cpp and mode in PEER_APIS:
+                print(f"{workload.name} {mode}: not sent (test cases are judged by this server's cpp calls)")
                 continue
             for c in concurrency:
                 runs = []

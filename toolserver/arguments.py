@@ -20,6 +20,9 @@ def openai_function(spec: pb.ToolSpec) -> dict:
                                              "parameters": json.loads(spec.parameters)}}
 
 
+KIND_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list", dict: "an object"}
+
+
 def json_arguments(arguments: str, tool: str, kinds: dict[str, type], required: str) -> dict[str, Any]:
     """JsonCall arguments as a dict whose keys and value types match kinds; raises
     InvalidRequest naming what is wrong."""
@@ -39,8 +42,9 @@ def json_arguments(arguments: str, tool: str, kinds: dict[str, type], required: 
     if unknown:
         raise InvalidRequest(f"unknown argument(s) for {tool}: {', '.join(unknown)}")
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, kinds[name]):
-            raise InvalidRequest(f"argument {name!r} must be {'a string' if kinds[name] is str else 'an integer'}")
+        kind = kinds[name]
+        if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
+            raise InvalidRequest(f"argument {name!r} must be {KIND_NAMES[kind]}")
         if isinstance(value, str) and not is_valid_text(value):
             raise InvalidRequest(f"argument {name!r} is not valid Unicode (a lone surrogate)")
     if required not in values:

@@ -48,14 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--tls-cert", help="PEM client certificate (mutual TLS)")
         command.add_argument("--tls-key", help="PEM key of --tls-cert")
         if name == "call":
-            command.add_argument("tool", choices=["python"])
-            command.add_argument("code", help="the code; '-' reads it from stdin")
+            command.add_argument("tool", choices=["python", "cpp"])
+            command.add_argument("code", help="the code (for cpp, the source); '-' reads it from stdin")
             command.add_argument("--stdin", default="", help="text fed to the program's stdin")
             command.add_argument("--timeout-ms", type=int, default=0)
             command.add_argument("--json", action="store_true", help="print the whole response as JSON")
         if name == "bench":
             command.add_argument("--workload", default="trivial",
-                                 help="comma-separated workloads: trivial, sympy, pandas, sklearn, humaneval "
+                                 help="comma-separated workloads: trivial, sympy, pandas, sklearn, humaneval, "
+                                      "mixed10, mixed30, cpp20, cpp20-cold, python20 "
                                       "(toolclient/bench_workloads.py)")
             command.add_argument("--code", help="send this snippet instead of the named workloads")
             command.add_argument("--mode", default="unary",
@@ -146,7 +147,11 @@ def cmd_call(args: argparse.Namespace) -> int:
     code = sys.stdin.read() if args.code == "-" else args.code
     with ToolClient(args.target, **client_args(args)) as client:
         try:
-            response = client.run_python(code, stdin=args.stdin, timeout_ms=args.timeout_ms)
+            if args.tool == "cpp":
+                response = client.execute(pb.ExecuteRequest(cpp=pb.CppCall(source=code, stdin=args.stdin),
+                                                            limits=pb.Limits(timeout_ms=args.timeout_ms)))
+            else:
+                response = client.run_python(code, stdin=args.stdin, timeout_ms=args.timeout_ms)
         except ToolServerError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2

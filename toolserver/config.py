@@ -249,14 +249,15 @@ class CoreSettings:
         return self
 
 
-def compose_settings(sections: Mapping[str, type]) -> type[CoreSettings]:
-    """The settings class of a server whose tools own sections (by name, in slot order)."""
+def compose_settings(sections: Mapping[str, type], module: str) -> type[CoreSettings]:
+    """The settings class `Settings` of module for a server whose tools own sections (by
+    name, in slot order)."""
     clash = sorted(set(sections) & {f.name for f in dataclasses.fields(CoreSettings)})
     if clash:
         raise ValueError(f"tool settings section(s) {', '.join(clash)} clash with the server's own")
     fields = [(name, kind, field(default_factory=kind)) for name, kind in sections.items()]
     return dataclasses.make_dataclass("Settings", fields, bases=(CoreSettings,), frozen=True,
-                                      namespace={"__module__": __name__})
+                                      namespace={"__module__": module})
 
 
 def _build(cls: type, values: dict[str, Any], path: str) -> Any:

@@ -21,7 +21,7 @@ Lean caller's headers, ...). A tool's rules are a frozen dataclass with defaults
 grant what the server serves, and:
     KEYS: tuple[str, ...]                              # its keys in a caller's table
     from_table(table, where, granted) -> rules         # raises ConfigError
-    validate_with(settings, where) -> None             # against the server's settings
+    validate_with(settings, where) -> None             # optional: against the server's settings
 
 This module decides; it does not count calls (`toolserver.dispatch` does, per caller).
 """
@@ -186,7 +186,8 @@ def validate_against_settings(policies: Policies, settings: CoreSettings) -> Non
     for policy in policies.by_hash.values():
         where = f"callers.{policy.name}"
         for rules in policy.rules:
-            rules.validate_with(settings, where)
+            if hasattr(rules, "validate_with"):
+                rules.validate_with(settings, where)
         for name, cap in policy.caps().items():
             limit = getattr(settings.limits, name)
             if cap > limit:

@@ -12,7 +12,7 @@ from toolserver import config, policy
 from toolserver.config import CoreSettings
 from toolserver.tools import RULES, SECTIONS
 
-Settings: type[CoreSettings] = config.compose_settings(SECTIONS)
+Settings: type[CoreSettings] = config.compose_settings(SECTIONS, __name__)
 
 
 def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Any:

@@ -13,11 +13,18 @@ from toolserver.v1 import toolserver_pb2 as pb
 def test_a_submission_becomes_a_python_call():
     sub_id, call, expected = submission({"sub_id": "s1", "type": "python", "solution": "print(input())",
                                          "input": "7\n", "expected_output": "7"}, "item")
-    assert (sub_id, call, expected) == ("s1", pb.PythonCall(code="print(input())", stdin="7\n"), "7")
-    assert submission({"solution": "1"}, "item")[0]  # an id is made when none is sent
+    assert (sub_id, call.python, expected) == ("s1", pb.PythonCall(code="print(input())", stdin="7\n"), "7")
+    assert call.request_id == "s1" and submission({"solution": "1"}, "item")[0]  # an id is made when none is sent
 
 
-@pytest.mark.parametrize("item, message", [({"type": "cpp", "solution": ""}, "not supported"),
+def test_a_cpp_submission_becomes_a_cpp_call():
+    _, call, expected = submission({"type": "cpp", "solution": "int main(){}", "input": "1\n",
+                                    "expected_output": "1"}, "item")
+    assert call.WhichOneof("call") == "cpp" and expected == "1"
+    assert (call.cpp.source, call.cpp.stdin) == ("int main(){}", "1\n")
+
+
+@pytest.mark.parametrize("item, message", [({"type": "java", "solution": ""}, "not supported"),
                                            ({"solution": 3}, "item.solution must be a string"),
                                            ({}, "solution is required"), ([], "JSON object")])
 def test_bad_submissions_name_the_field(item, message):

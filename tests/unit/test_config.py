@@ -1,7 +1,7 @@
 import pytest
 
 from toolserver.config import ConfigError
-from toolserver.python.executor import effective_limits
+from toolserver.grants import effective_limits
 from toolserver.settings import load_settings
 from toolserver.v1 import toolserver_pb2 as pb
 

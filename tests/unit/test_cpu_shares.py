@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from toolserver.python import cpu_shares
-from toolserver.python.cpu_shares import CpuShares, nice_for
+from toolserver.zygotes import cpu_shares
+from toolserver.zygotes.cpu_shares import CpuShares, nice_for
 
 
 class Jail:

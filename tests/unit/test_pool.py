@@ -12,7 +12,7 @@ from sandbox.calls import CallLimits, CallRequest
 from sandbox.jail import JailPolicy
 from sandbox.worker import ZygoteSpec
 from toolserver.errors import Exhausted
-from toolserver.python.pool import WorkerPool
+from toolserver.zygotes.pool import WorkerPool
 
 
 

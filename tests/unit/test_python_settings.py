@@ -34,9 +34,10 @@ def test_worker_slots_count_every_worker_class_and_the_self_test():
 
 def test_pools_grow_onto_the_slots_nothing_else_takes(monkeypatch):
     monkeypatch.setattr(python_settings, "machine_memory_mb", lambda: 24 * 1024)
-    settings = load_settings(None, **{"python.workers": 4})  # 13 slots: 12 workers and the self-test
-    assert settings.python.extra_worker_slots(settings) == 64 - 13 - 4 - 2  # minus the sessions and the Lean REPLs
-    assert extra_slots({"python.workers": 4, "lean.enabled": False}) == 64 - 13 - 4
+    settings = load_settings(None, **{"python.workers": 4, "cpp.workers": 3})  # 13: 12 workers and the self-test
+    # minus the sessions, the Lean REPLs and the C++ workers
+    assert settings.python.extra_worker_slots(settings) == 64 - 13 - 4 - 2 - 3
+    assert extra_slots({"python.workers": 4, "lean.enabled": False, "cpp.enabled": False}) == 64 - 13 - 4
     assert extra_slots({"python.workers": 4, "python.max_workers": 20}) == 20 - 12
     assert extra_slots({"python.workers": 4, "python.max_workers": 8}) == 0
     monkeypatch.setattr(python_settings, "machine_memory_mb", lambda: 4 * 1024)  # 16 workers at 256 MB each
@@ -123,3 +124,17 @@ def test_session_memory_follows_the_request_the_server_and_the_caller():
     assert session_memory_mb(pb.Limits(), settings, capped) == 256
     with pytest.raises(PermissionDenied):
         session_memory_mb(pb.Limits(memory_mb=512), settings, capped)
+
+
+def test_the_sandbox_runs_on_the_python_tools_runtime():
+    from toolserver.jails import sandbox_spec
+    from toolserver.python.jails import python_jails
+
+    settings = load_settings(**{"python.interpreter": "/usr/bin/python3", "python.huge_pages": False,
+                                "python.start_timeout_s": 7.0, "sessions.start_timeout_s": 9.0})
+    spec = sandbox_spec(settings)
+    assert (spec.interpreter, spec.huge_pages, spec.start_timeout_s) == ("/usr/bin/python3", False, 7.0)
+    assert spec.guard is None and spec.preload == ()  # the jail alone, as the self-test proves it
+    jails = python_jails(settings)
+    assert jails.worker.interpreter == jails.kernel.interpreter == "/usr/bin/python3"
+    assert jails.kernel.start_timeout_s == 9.0 and jails.slim_worker.reroute_outside_stdlib

@@ -17,10 +17,10 @@ from sandbox.worker import ZygoteSpec
 from toolserver.cpus import available_cpus
 from toolserver.deadline import answer_within
 from toolserver.errors import Busy
-from toolserver.python.pool import WorkerPool
-from toolserver.python.routing import SLIM, WARM
-from toolserver.python.cpu_shares import nice_for
-from toolserver.python.scheduler import START_MARGIN_S, Scheduler
+from toolserver.zygotes.pool import WorkerPool
+from toolserver.python.routing import RUNS_ON, SLIM, WARM
+from toolserver.zygotes.cpu_shares import nice_for
+from toolserver.zygotes.scheduler import START_MARGIN_S, Scheduler
 
 SPEC = ZygoteSpec(interpreter=sys.executable, preload=(), jail=JailPolicy(
     hidden_paths=(str(Path(__file__).resolve().parents[2]),)))
@@ -64,7 +64,7 @@ def full_cpu():
 
 
 async def test_short_calls_on_a_full_cpu_keep_to_their_class(started, sandbox_slots, full_cpu):
-    scheduler = Scheduler(max_queue=64, held_s=5.0)
+    scheduler = Scheduler(max_queue=64, runs_on=RUNS_ON, held_s=5.0)
     pools = await started(scheduler, {SLIM: sandbox_slots(1), WARM: sandbox_slots(1)})
     replies = await asyncio.gather(*(scheduler.run(SLIM, request(f"{i}", str(i))) for i in range(30)))
     assert [reply.value for reply in replies] == [str(i) for i in range(30)]
@@ -74,7 +74,7 @@ async def test_short_calls_on_a_full_cpu_keep_to_their_class(started, sandbox_sl
 async def test_calls_that_wait_on_an_idle_cpu_take_every_class_and_grow(started, sandbox_slots):
     """Sleeping calls use no CPU: the ones behind them go to the other class's idle
     worker and to extra workers at once, without waiting for the sleepers to be held."""
-    scheduler = Scheduler(sandbox_slots(2), max_queue=64, held_s=30.0)
+    scheduler = Scheduler(sandbox_slots(2), max_queue=64, runs_on=RUNS_ON, held_s=30.0)
     pools = await started(scheduler, {SLIM: sandbox_slots(1), WARM: sandbox_slots(1)})
     began = time.monotonic()
     replies = await asyncio.gather(*(scheduler.run(SLIM, sleeping(3, f"s{i}")) for i in range(4)))
@@ -84,7 +84,7 @@ async def test_calls_that_wait_on_an_idle_cpu_take_every_class_and_grow(started,
 
 
 async def test_a_call_behind_held_workers_borrows_an_idle_one_of_another_class(started, sandbox_slots):
-    scheduler = Scheduler(max_queue=64, held_s=0.3)
+    scheduler = Scheduler(max_queue=64, runs_on=RUNS_ON, held_s=0.3)
     pools = await started(scheduler, {SLIM: sandbox_slots(1), WARM: sandbox_slots(1)})
     began = time.monotonic()
     slow = asyncio.ensure_future(scheduler.run(SLIM, sleeping(3, "slow")))
@@ -97,7 +97,7 @@ async def test_a_call_behind_held_workers_borrows_an_idle_one_of_another_class(s
 
 
 async def test_a_warm_call_never_runs_on_a_slim_worker(started, sandbox_slots):
-    scheduler = Scheduler(max_queue=64, held_s=0.2)
+    scheduler = Scheduler(max_queue=64, runs_on=RUNS_ON, held_s=0.2)
     pools = await started(scheduler, {SLIM: sandbox_slots(1), WARM: sandbox_slots(1)})
     slow = asyncio.ensure_future(scheduler.run(WARM, sleeping(1.5, "slow")))
     await asyncio.sleep(0.1)
@@ -108,7 +108,7 @@ async def test_a_warm_call_never_runs_on_a_slim_worker(started, sandbox_slots):
 
 async def test_pools_grow_onto_spare_slots_while_calls_wait_and_shrink_when_idle(started, sandbox_slots):
     base, spare = sandbox_slots(1), sandbox_slots(2)
-    scheduler = Scheduler(spare, max_queue=64, held_s=0.2, idle_shrink_s=1.0)
+    scheduler = Scheduler(spare, max_queue=64, runs_on=RUNS_ON, held_s=0.2, idle_shrink_s=1.0)
     pools = await started(scheduler, {WARM: base})
     began = time.monotonic()
     replies = await asyncio.gather(*(scheduler.run(WARM, sleeping(2, f"s{i}")) for i in range(3)))
@@ -124,7 +124,7 @@ async def test_pools_grow_onto_spare_slots_while_calls_wait_and_shrink_when_idle
 
 
 async def test_a_call_that_cannot_start_in_time_is_refused_with_a_retry_time(started, sandbox_slots):
-    scheduler = Scheduler(max_queue=64, held_s=0.2)
+    scheduler = Scheduler(max_queue=64, runs_on=RUNS_ON, held_s=0.2)
     await started(scheduler, {WARM: sandbox_slots(1)})
     slow = asyncio.ensure_future(scheduler.run(WARM, sleeping(3, "slow")))
     await asyncio.sleep(0.1)
@@ -145,7 +145,7 @@ async def test_calls_running_long_share_one_calls_cpu_weight(started, sandbox_sl
     """Their jails' autogroups are niced while they run long, and reset for the next call."""
     if not Path("/proc/self/autogroup").exists():
         pytest.skip("this kernel has no autogroups")
-    scheduler = Scheduler(max_queue=64)
+    scheduler = Scheduler(max_queue=64, runs_on=RUNS_ON)
     pools = await started(scheduler, {WARM: sandbox_slots(3)})
     loops = asyncio.gather(*(scheduler.run(WARM, request("while True: pass", f"l{i}", timeout_ms=2500))
                              for i in range(3)))
@@ -159,7 +159,7 @@ async def test_calls_running_long_share_one_calls_cpu_weight(started, sandbox_sl
 async def test_a_freed_worker_goes_to_the_longest_waiting_call_that_is_still_there(started, sandbox_slots):
     """Calls are served in the order they came; one whose caller went away is skipped, and
     the worker goes on to the next (the pool keeps its one worker)."""
-    scheduler = Scheduler(max_queue=64, held_s=30.0)
+    scheduler = Scheduler(max_queue=64, runs_on=RUNS_ON, held_s=30.0)
     pools = await started(scheduler, {WARM: sandbox_slots(1)})
     slow = asyncio.ensure_future(scheduler.run(WARM, sleeping(1, "slow")))
     await asyncio.sleep(0.2)
@@ -177,7 +177,7 @@ async def test_a_freed_worker_goes_to_the_longest_waiting_call_that_is_still_the
 
 
 async def test_a_running_call_whose_caller_goes_away_is_killed_and_frees_its_worker(started, sandbox_slots):
-    scheduler = Scheduler(max_queue=64, held_s=30.0)
+    scheduler = Scheduler(max_queue=64, runs_on=RUNS_ON, held_s=30.0)
     pools = await started(scheduler, {SLIM: sandbox_slots(1)})
     gone = asyncio.ensure_future(scheduler.run(SLIM, request("import time\ntime.sleep(50)", "gone", timeout_ms=60_000)))
     while not pools[SLIM].busy_until():

@@ -31,17 +31,18 @@ from toolserver.v1 import toolserver_pb2 as pb
 
 FRONT = "code_judge"
 MAX_BATCH = 4096  # submissions in one batch request
+LANGUAGES = ("python", "cpp")  # code-judge's `type`s served here
 BATCH_PATHS = frozenset(f"/{verb}/{kind}" for verb in ("run", "judge") for kind in ("batch", "long-batch"))
 HTTP_STATUS = {Unauthenticated: 401, PermissionDenied: 403, InvalidRequest: 400}
 
 
-def submission(item: Any, where: str) -> tuple[str, pb.PythonCall, str | None]:
-    """A submission's id, call and expected output; InvalidRequest names what is wrong."""
+def submission(item: Any, where: str) -> tuple[str, pb.ExecuteRequest, str | None]:
+    """A submission's id, request and expected output; InvalidRequest names what is wrong."""
     if not isinstance(item, dict):
         raise InvalidRequest(f"{where} must be a JSON object")
     language = item.get("type", "python")
-    if language != "python":
-        raise InvalidRequest(f"{where}.type {language!r} is not supported here: only python")
+    if language not in LANGUAGES:
+        raise InvalidRequest(f"{where}.type {language!r} is not supported here: only {', '.join(LANGUAGES)}")
     values = {}
     for name in ("solution", "input", "expected_output", "sub_id"):
         value = item.get(name)
@@ -50,8 +51,13 @@ def submission(item: Any, where: str) -> tuple[str, pb.PythonCall, str | None]:
         values[name] = value
     if values["solution"] is None:
         raise InvalidRequest(f"{where}.solution is required")
-    return (values["sub_id"] or uuid.uuid4().hex, pb.PythonCall(code=values["solution"], stdin=values["input"] or ""),
-            values["expected_output"])
+    sub_id = values["sub_id"] or uuid.uuid4().hex
+    stdin = values["input"] or ""
+    if language == "cpp":
+        request = pb.ExecuteRequest(request_id=sub_id, cpp=pb.CppCall(source=values["solution"], stdin=stdin))
+    else:
+        request = pb.ExecuteRequest(request_id=sub_id, python=pb.PythonCall(code=values["solution"], stdin=stdin))
+    return sub_id, request, values["expected_output"]
 
 
 def result(sub_id: str, response: pb.ExecuteResponse, expected: str | None) -> dict[str, Any]:
@@ -120,10 +126,10 @@ class CodeJudgeFront:
             return self.reply(200, {"sub_id": batch_id, "results": results})
         return endpoint
 
-    async def run(self, sub_id: str, call: pb.PythonCall, expected: str | None,
+    async def run(self, sub_id: str, call: pb.ExecuteRequest, expected: str | None,
                   caller: CallerPolicy) -> dict[str, Any]:
         try:
-            response = await self.dispatcher.execute(pb.ExecuteRequest(request_id=sub_id, python=call), caller)
+            response = await self.dispatcher.execute(call, caller)
         except RequestError as exc:
             return refused(sub_id, exc)
         return result(sub_id, response, expected)

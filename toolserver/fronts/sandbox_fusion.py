@@ -38,7 +38,7 @@ from toolserver.v1 import toolserver_pb2 as pb
 
 T = TypeVar("T")
 FRONT = "sandbox_fusion"
-LANGUAGES = ("python", "python3")
+LANGUAGES = {"python": "python", "python3": "python", "cpp": "cpp"}  # SandboxFusion's language: the tool
 ANSWER_MARGIN_S = 10.0  # an answer comes within run_timeout + compile_timeout + this
 OUTPUT_BYTES = 1 << 20  # what SandboxFusion keeps of each stream; the server's limits.max_output_bytes caps it
 TRUNCATED = "output truncated at the server's max_output_bytes (or fetched files beyond max_file_mb together)"
@@ -87,10 +87,15 @@ def run_code_request(body: Any) -> tuple[pb.ExecuteRequest, str, float]:
         raise InvalidRequest(f"memory_limit_MB must be -1 (the server's default) to {MAX_MEMORY_MB}, got {memory_mb:g}")
     files = field(body, "files", (dict,), {})
     fetch_files = field(body, "fetch_files", (list,), [])
-    request = pb.ExecuteRequest(python=pb.PythonCall(code=code, stdin=stdin, files=decoded_files(files),
-                                                     fetch_files=file_names(fetch_files)),
-                                limits=pb.Limits(timeout_ms=max(1, int(run_timeout * 1000)),
+    request = pb.ExecuteRequest(limits=pb.Limits(timeout_ms=max(1, int(run_timeout * 1000)),
                                                  memory_mb=max(int(memory_mb), 0)))
+    if LANGUAGES.get(language) == "cpp":
+        if files or fetch_files:
+            raise InvalidRequest("files and fetch_files are taken with python here, not with cpp")
+        request.cpp.CopyFrom(pb.CppCall(source=code, stdin=stdin, compile_timeout_ms=int(compile_timeout * 1000)))
+    else:
+        request.python.CopyFrom(pb.PythonCall(code=code, stdin=stdin, files=decoded_files(files),
+                                              fetch_files=file_names(fetch_files)))
     return request, language, run_timeout + compile_timeout + ANSWER_MARGIN_S
 
 
@@ -121,14 +126,23 @@ def run_result(response: pb.ExecuteResponse) -> dict[str, Any]:
     stderr = response.stderr
     if response.outcome == pb.DENIED or (response.outcome == pb.MEMORY_LIMIT and "MemoryError" not in stderr):
         stderr = with_error(stderr, response.error)  # the program's own traceback says enough
+    run = response.cpp.cases[0] if response.cpp.cases else None
+    elapsed_us = run.elapsed_us if run is not None else response.elapsed_us
     if response.outcome == pb.TIMEOUT:
         status, return_code = "TimeLimitExceeded", None
     elif response.outcome == pb.OK:
         status, return_code = "Finished", 0
     else:
-        status, return_code = "Finished", response.python.exit_code or 1
-    return {"status": status, "execution_time": response.elapsed_us / 1e6, "return_code": return_code,
+        status, return_code = "Finished", (run.exit_code if run is not None else response.python.exit_code) or 1
+    return {"status": status, "execution_time": elapsed_us / 1e6, "return_code": return_code,
             "stdout": response.stdout, "stderr": stderr}
+
+
+def compile_result(compiled: pb.CppCompile) -> dict[str, Any]:
+    """SandboxFusion's CommandRunResult of a compile."""
+    timed_out = compiled.outcome == pb.TIMEOUT
+    return {"status": "TimeLimitExceeded" if timed_out else "Finished", "execution_time": compiled.elapsed_us / 1e6,
+            "return_code": None if timed_out else compiled.exit_code, "stdout": "", "stderr": compiled.stderr}
 
 
 def answer(response: pb.ExecuteResponse) -> dict[str, Any]:
@@ -138,9 +152,12 @@ def answer(response: pb.ExecuteResponse) -> dict[str, Any]:
     message = "" if ok else response.error
     if response.truncated:
         message = (message + "; " if message else "") + TRUNCATED
+    compiled = response.cpp.compile if response.HasField("cpp") else None
     files = {name: base64.b64encode(data).decode("ascii") for name, data in response.python.files.items()}
-    return {"status": "Success" if ok else "Failed", "message": message, "compile_result": None,
-            "run_result": run_result(response), "executor_pod_name": None, "files": files}
+    return {"status": "Success" if ok else "Failed", "message": message,
+            "compile_result": compile_result(compiled) if compiled is not None else None,
+            "run_result": None if response.outcome == pb.COMPILE_ERROR else run_result(response),
+            "executor_pod_name": None, "files": files}
 
 
 def sandbox_error(message: str) -> dict[str, Any]:
@@ -223,7 +240,7 @@ class SandboxFusionFront:
     async def _run_code(self, caller: CallerPolicy, body: Any) -> dict[str, Any]:
         call, language, answer_within_s = run_code_request(body)
         if language not in LANGUAGES:
-            return sandbox_error(f"language {language!r} is not supported here: only python")
+            return sandbox_error(f"language {language!r} is not supported here: only {', '.join(LANGUAGES)}")
         call.limits.max_output_bytes = min(OUTPUT_BYTES, caller.max_output_bytes or OUTPUT_BYTES)
         with answer_within(answer_within_s):
             return answer(await within(self.dispatcher.execute(call, caller), answer_within_s))

@@ -316,7 +316,8 @@ async def build_lean(context: BuildContext, stack: AsyncExitStack) -> LeanExecut
     """The Lean tool on the slots left after the python tool's, started when its
     toolchain is here (else it serves nothing and says why)."""
     settings = context.settings.lean
-    lean = LeanExecutor(settings, repl_spec(context.sandbox, settings), context.slots.take(settings.max_repls))
+    slots = context.slots.take(settings.slots().wanted)  # none when it is off
+    lean = LeanExecutor(settings, repl_spec(context.sandbox, settings), slots)
     stack.push_async_callback(lean.close)
     await lean.start()
     return lean

@@ -19,42 +19,23 @@ from sandbox.selftest import guard_probe, judge_guard, probe_request
 from sandbox.worker import WorkerLost
 from toolserver.config import CoreSettings
 from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
+from toolserver.grants import effective_limits
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.python.gauges import watch_python
 from toolserver.python.jails import python_jails
-from toolserver.python.pool import WorkerPool
-from toolserver.python.routing import SCIENTIFIC, SLIM, WARM, CallRouter
+from toolserver.python.routing import RUNS_ON, SCIENTIFIC, SLIM, WARM, CallRouter
 from toolserver.python.rules import PythonRules
-from toolserver.python.scheduler import Scheduler
 from toolserver.python.schema import python_call_from_json, python_tool_spec
 from toolserver.python.sessions import SessionManager
 from toolserver.registry import BuildContext, Tool
+from toolserver.zygotes.pool import WorkerPool
+from toolserver.zygotes.scheduler import Scheduler
 from toolserver.state import ServerState
 from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
 
 OUTCOMES = {name: pb.Outcome.Value(name) for name in
             ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "DENIED", "CRASHED", "INVALID")}
-
-
-def effective_limits(requested: pb.Limits, settings: CoreSettings, caller: CallerPolicy = OPEN_POLICY) -> CallLimits:
-    """Each limit: the request's value, or the default when 0, never above the server's
-    cap nor the caller's. Asking explicitly for more than the caller's policy grants is
-    refused (PermissionDenied); above the server's cap the value is capped."""
-    caller.check_limits(requested)
-    caps, defaults = settings.limits, settings.defaults
-
-    def pick(name: str, mine: int) -> int:
-        value = min(getattr(requested, name) or getattr(defaults, name), getattr(caps, name))
-        return min(value, mine) if mine else value
-
-    return CallLimits(
-        **{name: pick(name, mine) for name, mine in caller.caps().items()},
-        max_processes=caps.max_processes,
-        max_file_mb=caps.max_file_mb,
-        max_open_files=caps.max_open_files,
-        max_scratch_mb=caps.max_scratch_mb,
-    )
 
 
 def session_memory_mb(requested: pb.Limits, settings: CoreSettings, caller: CallerPolicy = OPEN_POLICY) -> int:
@@ -232,7 +213,8 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
     spare = context.slots.take(python.extra_worker_slots(settings))
     if not state.serving:
         return PythonExecutor(settings, {}, None)
-    scheduler = Scheduler(spare, max_queue=python.max_queue, idle_shrink_s=python.extra_idle_s)
+    scheduler = Scheduler(spare, max_queue=python.max_queue, tool="python", runs_on=RUNS_ON,
+                          idle_shrink_s=python.extra_idle_s)
     slot_cgroups = SlotCgroups(context.cgroups)
     stack.callback(slot_cgroups.remove_all)
     pools = {}

@@ -43,6 +43,9 @@ def imported_modules(code: str) -> set[str]:
 
 
 SLIM, WARM, SCIENTIFIC = "slim", "warm", "scientific"
+# The classes whose workers may run a call of each class, its own first: a warm or
+# scientific worker offers every module a slim one does, and each the other's on import.
+RUNS_ON = {SLIM: (SLIM, WARM, SCIENTIFIC), WARM: (WARM, SCIENTIFIC), SCIENTIFIC: (SCIENTIFIC, WARM)}
 
 
 def mentions(modules: Iterable[str]) -> re.Pattern[str] | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from toolserver.config import RUNTIME_INTERPRETER, CoreSettings, SlotClaim
 from toolserver.cpus import available_cpus
 from toolserver.errors import ConfigError
+from toolserver.jails import Runtime
 
 # The strict profile's allow-list: the standard library's computational modules and the
 # scientific packages; everything else is refused when the call's own code imports it by name.
@@ -121,7 +122,7 @@ class PythonSettings:
     max_workers: int = 0              # stateless workers at most, every class and the extra ones
                                       # together: while calls wait on workers held by long calls
                                       # (loops, sleeps), pools grow onto the slots nothing else
-                                      # takes (toolserver/python/scheduler.py); 0: every such slot,
+                                      # takes (toolserver/zygotes/scheduler.py); 0: every such slot,
                                       # at most one worker per 256 MB of the machine's memory
     extra_idle_s: float = 30.0        # an extra worker idle this long is stopped, its slot freed
     max_queue: int = 1024             # calls waiting for a worker; past it RESOURCE_EXHAUSTED
@@ -145,6 +146,10 @@ class PythonSettings:
         """The modules the profile lets a call's own code import; None: every one not denied."""
         names = self.import_profiles[profile].imports
         return None if EVERY_MODULE in names else names
+
+    def runtime(self) -> Runtime:
+        """The calls' runtime, which every jailed zygote of the server starts on."""
+        return Runtime(interpreter=self.interpreter, huge_pages=self.huge_pages, start_timeout_s=self.start_timeout_s)
 
     def slots(self) -> SlotClaim:
         """Every worker of the three classes needs its slot to serve."""

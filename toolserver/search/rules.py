@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from toolserver.config import CoreSettings
 from toolserver.errors import PermissionDenied
 from toolserver.policy import names
 
@@ -22,9 +21,6 @@ class SearchRules:
     @classmethod
     def from_table(cls, table: dict[str, Any], where: str, granted: bool) -> SearchRules:
         return cls(indexes=names(table, "indexes", where))
-
-    def validate_with(self, settings: CoreSettings, where: str) -> None:
-        """Indexes are found at start-up: one the server lacks is refused per call."""
 
     def allows(self, index: str) -> bool:
         return self.indexes is None or index in self.indexes

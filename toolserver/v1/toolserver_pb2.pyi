@@ -7,6 +7,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class Comparison(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    COMPARE_LINES: _ClassVar[Comparison]
+    COMPARE_EXACT: _ClassVar[Comparison]
+    COMPARE_TOKENS: _ClassVar[Comparison]
+
 class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     OUTCOME_UNSPECIFIED: _ClassVar[Outcome]
@@ -17,6 +23,23 @@ class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     DENIED: _ClassVar[Outcome]
     CRASHED: _ClassVar[Outcome]
     INVALID: _ClassVar[Outcome]
+    COMPILE_ERROR: _ClassVar[Outcome]
+
+class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    VERDICT_UNSPECIFIED: _ClassVar[Verdict]
+    ACCEPTED: _ClassVar[Verdict]
+    WRONG_ANSWER: _ClassVar[Verdict]
+    RUNTIME_ERROR: _ClassVar[Verdict]
+    TIME_LIMIT_EXCEEDED: _ClassVar[Verdict]
+    MEMORY_LIMIT_EXCEEDED: _ClassVar[Verdict]
+    OUTPUT_LIMIT_EXCEEDED: _ClassVar[Verdict]
+    SKIPPED: _ClassVar[Verdict]
+    FINISHED: _ClassVar[Verdict]
+    SYSTEM_ERROR: _ClassVar[Verdict]
+COMPARE_LINES: Comparison
+COMPARE_EXACT: Comparison
+COMPARE_TOKENS: Comparison
 OUTCOME_UNSPECIFIED: Outcome
 OK: Outcome
 ERROR: Outcome
@@ -25,22 +48,35 @@ MEMORY_LIMIT: Outcome
 DENIED: Outcome
 CRASHED: Outcome
 INVALID: Outcome
+COMPILE_ERROR: Outcome
+VERDICT_UNSPECIFIED: Verdict
+ACCEPTED: Verdict
+WRONG_ANSWER: Verdict
+RUNTIME_ERROR: Verdict
+TIME_LIMIT_EXCEEDED: Verdict
+MEMORY_LIMIT_EXCEEDED: Verdict
+OUTPUT_LIMIT_EXCEEDED: Verdict
+SKIPPED: Verdict
+FINISHED: Verdict
+SYSTEM_ERROR: Verdict
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("request_id", "python", "search", "lean", "json", "limits")
+    __slots__ = ("request_id", "python", "search", "lean", "json", "cpp", "limits")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     PYTHON_FIELD_NUMBER: _ClassVar[int]
     SEARCH_FIELD_NUMBER: _ClassVar[int]
     LEAN_FIELD_NUMBER: _ClassVar[int]
     JSON_FIELD_NUMBER: _ClassVar[int]
+    CPP_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     python: PythonCall
     search: SearchCall
     lean: LeanCall
     json: JsonCall
+    cpp: CppCall
     limits: Limits
-    def __init__(self, request_id: _Optional[str] = ..., python: _Optional[_Union[PythonCall, _Mapping]] = ..., search: _Optional[_Union[SearchCall, _Mapping]] = ..., lean: _Optional[_Union[LeanCall, _Mapping]] = ..., json: _Optional[_Union[JsonCall, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., python: _Optional[_Union[PythonCall, _Mapping]] = ..., search: _Optional[_Union[SearchCall, _Mapping]] = ..., lean: _Optional[_Union[LeanCall, _Mapping]] = ..., json: _Optional[_Union[JsonCall, _Mapping]] = ..., cpp: _Optional[_Union[CppCall, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ...) -> None: ...
 
 class Limits(_message.Message):
     __slots__ = ("timeout_ms", "memory_mb", "max_output_bytes")
@@ -91,6 +127,30 @@ class LeanCall(_message.Message):
     header: str
     def __init__(self, code: _Optional[str] = ..., header: _Optional[str] = ...) -> None: ...
 
+class CppCall(_message.Message):
+    __slots__ = ("source", "cases", "stdin", "compare", "stop_on_failure", "compile_timeout_ms")
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CASES_FIELD_NUMBER: _ClassVar[int]
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    COMPARE_FIELD_NUMBER: _ClassVar[int]
+    STOP_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    COMPILE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    source: str
+    cases: _containers.RepeatedCompositeFieldContainer[CppCase]
+    stdin: str
+    compare: Comparison
+    stop_on_failure: bool
+    compile_timeout_ms: int
+    def __init__(self, source: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[CppCase, _Mapping]]] = ..., stdin: _Optional[str] = ..., compare: _Optional[_Union[Comparison, str]] = ..., stop_on_failure: _Optional[bool] = ..., compile_timeout_ms: _Optional[int] = ...) -> None: ...
+
+class CppCase(_message.Message):
+    __slots__ = ("stdin", "expected_stdout")
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_STDOUT_FIELD_NUMBER: _ClassVar[int]
+    stdin: str
+    expected_stdout: str
+    def __init__(self, stdin: _Optional[str] = ..., expected_stdout: _Optional[str] = ...) -> None: ...
+
 class JsonCall(_message.Message):
     __slots__ = ("tool", "arguments")
     TOOL_FIELD_NUMBER: _ClassVar[int]
@@ -100,7 +160,7 @@ class JsonCall(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[str] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
-    __slots__ = ("request_id", "outcome", "stdout", "stderr", "error", "truncated", "elapsed_us", "queued_us", "python", "search", "lean")
+    __slots__ = ("request_id", "outcome", "stdout", "stderr", "error", "truncated", "elapsed_us", "queued_us", "python", "search", "lean", "cpp")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     STDOUT_FIELD_NUMBER: _ClassVar[int]
@@ -112,6 +172,7 @@ class ExecuteResponse(_message.Message):
     PYTHON_FIELD_NUMBER: _ClassVar[int]
     SEARCH_FIELD_NUMBER: _ClassVar[int]
     LEAN_FIELD_NUMBER: _ClassVar[int]
+    CPP_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     outcome: Outcome
     stdout: str
@@ -123,7 +184,8 @@ class ExecuteResponse(_message.Message):
     python: PythonResult
     search: SearchResult
     lean: LeanResult
-    def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., error: _Optional[str] = ..., truncated: _Optional[bool] = ..., elapsed_us: _Optional[int] = ..., queued_us: _Optional[int] = ..., python: _Optional[_Union[PythonResult, _Mapping]] = ..., search: _Optional[_Union[SearchResult, _Mapping]] = ..., lean: _Optional[_Union[LeanResult, _Mapping]] = ...) -> None: ...
+    cpp: CppResult
+    def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., error: _Optional[str] = ..., truncated: _Optional[bool] = ..., elapsed_us: _Optional[int] = ..., queued_us: _Optional[int] = ..., python: _Optional[_Union[PythonResult, _Mapping]] = ..., search: _Optional[_Union[SearchResult, _Mapping]] = ..., lean: _Optional[_Union[LeanResult, _Mapping]] = ..., cpp: _Optional[_Union[CppResult, _Mapping]] = ...) -> None: ...
 
 class PythonResult(_message.Message):
     __slots__ = ("value", "exit_code", "files")
@@ -181,6 +243,54 @@ class LeanMessage(_message.Message):
     column: int
     text: str
     def __init__(self, severity: _Optional[str] = ..., line: _Optional[int] = ..., column: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
+
+class CppResult(_message.Message):
+    __slots__ = ("compile", "cases", "passed")
+    COMPILE_FIELD_NUMBER: _ClassVar[int]
+    CASES_FIELD_NUMBER: _ClassVar[int]
+    PASSED_FIELD_NUMBER: _ClassVar[int]
+    compile: CppCompile
+    cases: _containers.RepeatedCompositeFieldContainer[CppCaseResult]
+    passed: int
+    def __init__(self, compile: _Optional[_Union[CppCompile, _Mapping]] = ..., cases: _Optional[_Iterable[_Union[CppCaseResult, _Mapping]]] = ..., passed: _Optional[int] = ...) -> None: ...
+
+class CppCompile(_message.Message):
+    __slots__ = ("ok", "cached", "stderr", "exit_code", "elapsed_us", "outcome")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    CACHED_FIELD_NUMBER: _ClassVar[int]
+    STDERR_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_US_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    cached: bool
+    stderr: str
+    exit_code: int
+    elapsed_us: int
+    outcome: Outcome
+    def __init__(self, ok: _Optional[bool] = ..., cached: _Optional[bool] = ..., stderr: _Optional[str] = ..., exit_code: _Optional[int] = ..., elapsed_us: _Optional[int] = ..., outcome: _Optional[_Union[Outcome, str]] = ...) -> None: ...
+
+class CppCaseResult(_message.Message):
+    __slots__ = ("index", "verdict", "outcome", "stdout", "stderr", "exit_code", "elapsed_us", "error", "truncated")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    OUTCOME_FIELD_NUMBER: _ClassVar[int]
+    STDOUT_FIELD_NUMBER: _ClassVar[int]
+    STDERR_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_US_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    verdict: Verdict
+    outcome: Outcome
+    stdout: str
+    stderr: str
+    exit_code: int
+    elapsed_us: int
+    error: str
+    truncated: bool
+    def __init__(self, index: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., exit_code: _Optional[int] = ..., elapsed_us: _Optional[int] = ..., error: _Optional[str] = ..., truncated: _Optional[bool] = ...) -> None: ...
 
 class ListToolsRequest(_message.Message):
     __slots__ = ()

@@ -4,7 +4,7 @@ Each worker owns one slot for its whole life; a replacement reuses the slot only
 everything the old worker's uid ran is dead and its scratch is wiped. A call whose
 worker dies or hangs is answered CRASHED, and the worker is replaced in the background.
 Which call a free worker takes, and when a pool grows past its base slots or gives an
-extra worker's slot back, is the scheduler's (`toolserver/python/scheduler.py`); a pool
+extra worker's slot back, is the scheduler's (`toolserver/zygotes/scheduler.py`); a pool
 made without one has a scheduler of its own.
 """
 
@@ -24,8 +24,7 @@ from sandbox.jail import Slot
 from sandbox.slots import kill_slot_processes, prepare_scratch
 from sandbox.worker import WorkerLost, Zygote, ZygoteSpec
 from toolserver.errors import Unavailable
-from toolserver.python.routing import WARM
-from toolserver.python.scheduler import Scheduler
+from toolserver.zygotes.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 RECYCLE_SPREAD = 0.25  # a worker is recycled after recycle_after calls, give or take this share
@@ -43,7 +42,7 @@ class PoolStats:
 
 class WorkerPool:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_queue: int, grace_s: float,
-                 recycle_after: int, cgroups: MemoryCgroups | None = None, name: str = WARM,
+                 recycle_after: int, cgroups: MemoryCgroups | None = None, name: str = "workers",
                  scheduler: Scheduler | None = None, slot_cgroups: SlotCgroups | None = None) -> None:
         """slots: the base ones, each with a worker for the pool's whole life; the
         scheduler may start extra workers on its spare slots (grow)."""

@@ -24,16 +24,15 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
 
 from sandbox.calls import CallReply, CallRequest
 from sandbox.jail import Slot
 from sandbox.worker import Zygote
 from toolserver.cpus import CpuMeter
 from toolserver.deadline import ANSWER_BY
-from toolserver.python.cpu_shares import CpuShares
 from toolserver.errors import Busy, Exhausted, Unavailable
-from toolserver.python.routing import SCIENTIFIC, SLIM, WARM
+from toolserver.zygotes.cpu_shares import CpuShares
 
 HELD_S = 0.5            # a call running this long holds its worker: others may borrow and grow
 TICK_S = 0.1            # how often waiting calls are looked at again (borrowing, growth, start-by times)
@@ -42,11 +41,8 @@ CPU_ROOM = 0.75         # below this share of the CPU busy (at full weight), the
 IDLE_SHRINK_S = 30.0    # an extra worker idle this long is stopped and its slot freed
 FAILED_START_PAUSE_S = 5.0  # after an extra worker failed to start, no other starts for this long
 START_MARGIN_S = 1.0    # time between a call's limit and its client's deadline: the kill and the reply
-RUNS_ON = {SLIM: (SLIM, WARM, SCIENTIFIC), WARM: (WARM, SCIENTIFIC), SCIENTIFIC: (SCIENTIFIC, WARM)}
-
-
 class WorkerPool(Protocol):
-    """What the scheduler asks of a class's pool (toolserver/python/pool.py)."""
+    """What the scheduler asks of a class's pool (toolserver/zygotes/pool.py)."""
 
     idle: collections.deque[Zygote]
 
@@ -71,9 +67,15 @@ class Waiter:
 
 
 class Scheduler:
-    def __init__(self, spare: list[Slot] | None = None, *, max_queue: int, held_s: float = HELD_S,
+    def __init__(self, spare: list[Slot] | None = None, *, max_queue: int, tool: str = "",
+                 runs_on: Mapping[str, tuple[str, ...]] | None = None, held_s: float = HELD_S,
                  max_starts: int = MAX_STARTS, idle_shrink_s: float = IDLE_SHRINK_S) -> None:
+        """tool: whose calls these are (its name starts the queue-full message); runs_on:
+        by a call's class, the classes whose workers may run it, its own first (absent:
+        its own only)."""
         self.pools: dict[str, WorkerPool] = {}
+        self.tool = tool
+        self.runs_on = dict(runs_on or {})
         self.shares = CpuShares()  # the CPU weight of the calls running long, across the classes
         self.spare = list(spare or [])
         self.max_queue = max_queue
@@ -100,7 +102,7 @@ class Scheduler:
     def classes(self, route: str, borrow: bool = True) -> tuple[str, ...]:
         """The classes that run a call of route, first the one it prefers (warm when its
         own class is off); without borrow, only its own."""
-        names = [name for name in RUNS_ON.get(route, (route,)) if name in self.pools]
+        names = [name for name in self.runs_on.get(route, (route,)) if name in self.pools]
         names = names or list(self.pools)[:1]
         return tuple(names if borrow else names[:1])
 
@@ -139,7 +141,7 @@ class Scheduler:
         if not self.waiting and (found := self._idle_for(classes)) is not None:
             return found
         if self.waiting >= self.max_queue:
-            raise Exhausted(f"python queue is full ({self.max_queue} calls waiting)")
+            raise Exhausted(" ".join(filter(None, (self.tool, f"queue is full ({self.max_queue} calls waiting)"))))
         if start_by is not None and start_by <= time.monotonic():
             raise self._busy()
         waiter = Waiter(classes, start_by, next(self._seq))

@@ -1,0 +1,26 @@
+"""The cpp tool: C++ programs compiled once and judged against test cases, each run in
+the jail on the tool's own warm zygotes.
+
+`executor.CppExecutor` is the entry point; `settings` holds [cpp] (the pinned compiler
+and flags), `programs` the launchers a call's process execs through, `compiler` the
+compile and its cache, `judge` a case's verdict, `schema` the tool as callers see it,
+`jails` its processes' spec, `gauges` its metrics, `answer` what a model reads. The
+executor loads when a server builds the tool.
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+
+from toolserver.cpp.answer import answer_lines
+from toolserver.cpp.settings import CppSettings
+from toolserver.registry import BuildContext, Tool, ToolPackage
+
+
+async def build(context: BuildContext, stack: AsyncExitStack) -> Tool | None:
+    from toolserver.cpp.executor import build_cpp
+
+    return await build_cpp(context, stack)
+
+
+TOOL = ToolPackage(name="cpp", build=build, sections={"cpp": CppSettings}, answer=answer_lines)

@@ -1,0 +1,127 @@
+"""Compiling a cpp call's source in the jail, once per source and flags.
+
+A compile runs as a call on the tool's zygotes (`programs.compile_program`) with the
+compile's own limits and sends the binary back. Its result is kept by the SHA-256 of the
+compiler's command line and the source: a program judged against many cases, or sent
+again in the next rollout, compiles once, and calls that ask for the same program while
+it compiles wait for that compile. Compile errors are kept too (they are the program's);
+a compile that timed out or whose sandbox failed is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import hashlib
+import time
+from dataclasses import dataclass
+
+from sandbox.calls import CallLimits, CallReply, CallRequest
+from toolserver.cpp.programs import BINARY_FILE, SOURCE_FILE, compile_program
+from toolserver.zygotes.pool import WorkerPool
+
+COMPILER_OUTPUT_BYTES = 65_536  # the compiler's messages kept (the first errors are the useful ones)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compile's end: the binary when it succeeded, else the compiler's messages."""
+
+    outcome: str              # the compile call's: OK, ERROR (did not compile), TIMEOUT, MEMORY_LIMIT, CRASHED
+    binary: bytes = b""
+    messages: str = ""        # the compiler's stderr (warnings too)
+    error: str = ""
+    exit_code: int = 0
+    elapsed_us: int = 0
+    queued_us: int = 0
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "OK" and bool(self.binary)
+
+
+class BinaryCache:
+    """Compiles by key, least recently used dropped first past max_bytes."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.hits = 0
+        self.entries: collections.OrderedDict[str, Compiled] = collections.OrderedDict()
+
+    def get(self, key: str) -> Compiled | None:
+        found = self.entries.get(key)
+        if found is not None:
+            self.entries.move_to_end(key)
+            self.hits += 1
+        return found
+
+    def put(self, key: str, compiled: Compiled) -> None:
+        cost = len(compiled.binary) + len(compiled.messages)
+        if cost > self.max_bytes or key in self.entries:
+            return
+        self.entries[key] = compiled
+        self.size += cost
+        while self.size > self.max_bytes:
+            _, dropped = self.entries.popitem(last=False)
+            self.size -= len(dropped.binary) + len(dropped.messages)
+
+
+class Compiler:
+    def __init__(self, command: list[str], pool: WorkerPool, limits: CallLimits, cache_bytes: int) -> None:
+        """command: the compiler, -std and flags; limits: a compile's, but its time, which
+        each call chooses."""
+        self.command = command
+        self.pool = pool
+        self.limits = limits
+        self.cache = BinaryCache(cache_bytes)
+        self.compiles = 0
+        self._compiling: dict[str, asyncio.Future[Compiled]] = {}
+
+    def key(self, source: str) -> str:
+        digest = hashlib.sha256("\0".join(self.command).encode())
+        digest.update(b"\0" + source.encode("utf-8", errors="surrogateescape"))
+        return digest.hexdigest()
+
+    async def compile(self, source: str, timeout_ms: int, request_id: str) -> Compiled:
+        """The program of source, compiled within timeout_ms or found compiled."""
+        key = self.key(source)
+        if (found := self.cache.get(key)) is not None:
+            return dataclasses.replace(found, cached=True, elapsed_us=0, queued_us=0)
+        if key in self._compiling:
+            return dataclasses.replace(await asyncio.shield(self._compiling[key]), cached=True)
+        future: asyncio.Future[Compiled] = asyncio.get_running_loop().create_future()
+        self._compiling[key] = future
+        try:
+            compiled = await self._compile(source, timeout_ms, request_id)
+            future.set_result(compiled)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: a call that waited on it gets it, none need to
+            raise
+        finally:
+            del self._compiling[key]
+        if compiled.ok or compiled.outcome == "ERROR":
+            self.cache.put(key, compiled)
+        return compiled
+
+    async def _compile(self, source: str, timeout_ms: int, request_id: str) -> Compiled:
+        self.compiles += 1
+        request = CallRequest(f"{request_id}/compile", compile_program(self.command),
+                              dataclasses.replace(self.limits, timeout_ms=timeout_ms),
+                              files={SOURCE_FILE: source.encode("utf-8", errors="surrogateescape")},
+                              fetch_files=(BINARY_FILE,))
+        started = time.monotonic()
+        reply: CallReply = await self.pool.run(request)
+        binary = reply.files.get(BINARY_FILE, b"")
+        outcome = reply.outcome
+        if outcome == "OK" and not binary:
+            outcome, reply.error = "CRASHED", "the compiler reported success but wrote no binary"
+        elif outcome == "ERROR":
+            reply.error = f"compilation failed (exit status {reply.exit_code})"
+        return Compiled(outcome=outcome, binary=binary if outcome == "OK" else b"", messages=reply.stderr,
+                        error=reply.error, exit_code=reply.exit_code,
+                        elapsed_us=reply.elapsed_us or int((time.monotonic() - started) * 1e6),
+                        queued_us=reply.queued_us)
