@@ -10,13 +10,14 @@ import pytest
 from sandbox.calls import CallReply
 from toolserver.cpp.answer import answer_lines
 from toolserver.cpp.compiler import BinaryCache, Compiled
-from toolserver.cpp.judge import case_result, outcome_of, verdict_of
+from toolserver.cpp.judge import case_result, verdict_of
 from toolserver.cpp.programs import compile_program, run_program
 from toolserver.cpp.schema import cpp_call_from_json, cpp_tool_spec
 from toolserver.cpp.settings import CppSettings
 from toolserver.errors import ConfigError, InvalidRequest
 from toolserver.settings import load_settings
 from toolserver.v1 import toolserver_pb2 as pb
+from toolserver.zygotes.programs import program_outcome
 
 
 def test_the_compiler_and_flags_are_pinned_and_checked():
@@ -71,7 +72,7 @@ def test_the_spec_names_the_compiler_and_its_flags():
     (CallReply("r", "CRASHED", error="sandbox worker was lost: pipe broke"), pb.CRASHED),
 ])
 def test_a_signal_is_the_programs_and_a_lost_worker_the_sandboxs(reply, outcome):
-    assert outcome_of(reply)[0] == outcome
+    assert program_outcome(reply)[0] == outcome
 
 
 def test_verdicts_follow_the_outcome_the_output_and_the_comparison():

@@ -18,7 +18,6 @@ import time
 from contextlib import AsyncExitStack
 
 from sandbox.calls import CallLimits, CallRequest
-from sandbox.cgroups import SlotCgroups
 from sandbox.worker import WorkerLost
 from toolserver.config import CoreSettings
 from toolserver.cpp.compiler import COMPILER_OUTPUT_BYTES, Compiled, Compiler
@@ -29,44 +28,32 @@ from toolserver.cpp.precompiled import precompiled_header
 from toolserver.cpp.programs import BINARY_FILE, run_program
 from toolserver.cpp.schema import cpp_call_from_json, cpp_tool_spec
 from toolserver.errors import InvalidRequest, ToolUnavailable
-from toolserver.grants import effective_limits
 from toolserver.policy import OPEN_POLICY, CallerPolicy
-from toolserver.registry import BuildContext, Tool
+from toolserver.registry import BuildContext
 from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.zygotes.pool import WorkerPool
-from toolserver.zygotes.scheduler import Scheduler
+from toolserver.zygotes.pool import WorkerPool, start_tool_pool
+from toolserver.zygotes.tool import PooledTool
 
 log = logging.getLogger(__name__)
 COMPILE_FAULTS = ("ERROR", "TIMEOUT", "MEMORY_LIMIT")  # a compile that ends so is the program's fault
 
 
-class CppExecutor(Tool):
+class CppExecutor(PooledTool):
     name = "cpp"
 
     def __init__(self, settings: CoreSettings, pool: WorkerPool | None, compiler: Compiler | None,
                  compiler_name: str = "", reason: str = "") -> None:
         """pool and compiler None: calls are refused for reason."""
-        self.settings = settings
-        self.pool = pool
+        super().__init__(settings, pool, reason)
         self.compiler = compiler
         self.compiler_name = compiler_name or settings.cpp.compiler
-        self.reason = reason
-
-    @property
-    def available(self) -> bool:
-        return self.pool is not None
-
-    @property
-    def workers(self) -> int:
-        return len(self.pool.slots) if self.pool is not None else 0
 
     def status(self) -> str:
         if self.pool is None or self.compiler is None:
             return self.reason
-        stats = self.pool.stats()
-        return (f"ready: {self.compiler_name}; {stats.size} workers ({stats.size - stats.idle} busy, "
-                f"{stats.waiting} waiting); {self.compiler.compiles} compiles, {self.compiler.cache.hits} cached")
+        return (f"ready: {self.compiler_name}; {self.pool_status()}; {self.compiler.compiles} compiles, "
+                f"{self.compiler.cache.hits} cached")
 
     def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
         return cpp_tool_spec(self.settings.cpp, self.compiler_name)
@@ -74,9 +61,6 @@ class CppExecutor(Tool):
     @staticmethod
     def call_from_json(arguments: str) -> pb.CppCall:
         return cpp_call_from_json(arguments)
-
-    def grant(self, limits: pb.Limits, caller: CallerPolicy) -> CallLimits:
-        return effective_limits(limits, self.settings, caller)
 
     def check(self, call: pb.CppCall) -> None:
         cpp = self.settings.cpp
@@ -199,14 +183,9 @@ async def build_cpp(context: BuildContext, stack: AsyncExitStack) -> CppExecutor
                                                        "slots)")
     if not context.state.serving:
         return CppExecutor(settings, None, None, name, context.state.reason)
-    slot_cgroups = SlotCgroups(context.cgroups)
-    stack.callback(slot_cgroups.remove_all)
-    pool = WorkerPool(cpp_spec(settings), slots, max_queue=cpp.max_queue, grace_s=cpp.worker_grace_s,
-                      recycle_after=cpp.recycle_after, name="cpp", slot_cgroups=slot_cgroups,
-                      scheduler=Scheduler(max_queue=cpp.max_queue, tool="cpp"))
-    stack.push_async_callback(pool.close)
     try:
-        await pool.start()
+        pool = await start_tool_pool("cpp", cpp_spec(settings), slots, context.cgroups, stack, max_queue=cpp.max_queue,
+                                     grace_s=cpp.worker_grace_s, recycle_after=cpp.recycle_after)
     except WorkerLost as exc:
         return CppExecutor(settings, None, None, name, f"no cpp worker could start: {exc}")
     caps = settings.limits

@@ -1,8 +1,7 @@
 """One test case's run, judged the way a competitive-programming judge judges it.
 
-The zygote reports a run as it reports any call; here it becomes the case's Outcome (a
-signal that killed the program is the program's error, not the sandbox's: a C++ program
-that dereferences null dies of SIGSEGV) and its Verdict: ACCEPTED or WRONG_ANSWER for a
+The zygote reports a run as it reports any call; here it becomes the case's Outcome (an
+exec'd program's: `toolserver.zygotes.programs.program_outcome`) and its Verdict: ACCEPTED or WRONG_ANSWER for a
 run that ended well (its stdout held to the expected one by the call's comparison),
 RUNTIME_ERROR, TIME_LIMIT_EXCEEDED, MEMORY_LIMIT_EXCEEDED, OUTPUT_LIMIT_EXCEEDED (output
 past the cap cannot be judged), or SYSTEM_ERROR when the sandbox failed.
@@ -14,21 +13,7 @@ from sandbox.calls import CallReply
 from toolserver.output_match import same_output
 from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
-
-KILLED = "killed by signal "
-OUT_OF_MEMORY = "std::bad_alloc"  # what libstdc++ says when an allocation fails under RLIMIT_AS
-
-
-def outcome_of(reply: CallReply) -> tuple[int, str]:
-    """A run's Outcome and one-line error."""
-    if reply.outcome == "CRASHED" and reply.error.startswith(KILLED):
-        if OUT_OF_MEMORY in reply.stderr[-4096:]:
-            return pb.MEMORY_LIMIT, f"memory limit exceeded ({OUT_OF_MEMORY}, then {reply.error})"
-        return pb.ERROR, f"the program was {reply.error}"
-    if reply.outcome in ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT"):
-        return pb.Outcome.Value(reply.outcome), reply.error
-    return pb.CRASHED, reply.error or f"the sandbox answered {reply.outcome}"
-
+from toolserver.zygotes.programs import program_outcome
 
 def same(stdout: str, expected: str, compare: int) -> bool:
     if compare == pb.COMPARE_EXACT:
@@ -50,7 +35,7 @@ def verdict_of(outcome: int, truncated: bool, stdout: str, case: pb.CppCase, com
 
 
 def case_result(index: int, case: pb.CppCase, reply: CallReply, compare: int) -> pb.CppCaseResult:
-    outcome, error = outcome_of(reply)
+    outcome, error = program_outcome(reply)
     stdout = valid_text(reply.stdout)
     return pb.CppCaseResult(index=index, verdict=verdict_of(outcome, reply.truncated, stdout, case, compare),
                             outcome=outcome, stdout=stdout, stderr=valid_text(reply.stderr),

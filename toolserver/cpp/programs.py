@@ -3,11 +3,12 @@ zygote's child runs as its call, and that exec the compiler or the compiled bina
 that the process the jail, the rlimits and the memory cgroup hold is the real one.
 
 The compile writes `main.cpp` and fetches `main` back; a run writes `main` (the binary,
-sent with the call) and execs it with the case's stdin. A run caps the program's address
-space and stack at its memory limit itself: the zygote's own cap adds its warm size.
+sent with the call) and execs it with the case's stdin, under its memory limit.
 """
 
 from __future__ import annotations
+
+from toolserver.zygotes.programs import exec_program
 
 SOURCE_FILE = "main.cpp"
 BINARY_FILE = "main"
@@ -23,13 +24,5 @@ def compile_program(command: list[str]) -> str:
 
 
 def run_program(memory_mb: int) -> str:
-    """Execs BINARY_FILE with its address space and stack capped at memory_mb (the stack
-    as large as judges give it, within the jail's hard limit)."""
-    return ("import os, resource\n"
-            f"limit = {memory_mb << 20}\n"
-            "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
-            "hard = resource.getrlimit(resource.RLIMIT_STACK)[1]\n"
-            "stack = limit if hard == resource.RLIM_INFINITY else min(limit, hard)\n"
-            "resource.setrlimit(resource.RLIMIT_STACK, (stack, hard))\n"
-            f"os.chmod({BINARY_FILE!r}, 0o700)\n"
-            f"os.execv({'./' + BINARY_FILE!r}, [{'./' + BINARY_FILE!r}])\n")
+    """Execs BINARY_FILE under memory_mb (`toolserver.zygotes.programs.exec_program`)."""
+    return exec_program([f"./{BINARY_FILE}"], memory_mb, executable=BINARY_FILE)

@@ -38,7 +38,7 @@ from toolserver.v1 import toolserver_pb2 as pb
 
 T = TypeVar("T")
 FRONT = "sandbox_fusion"
-LANGUAGES = {"python": "python", "python3": "python", "cpp": "cpp"}  # SandboxFusion's language: the tool
+LANGUAGES = {"python": "python", "python3": "python", "cpp": "cpp", "bash": "bash"}  # SandboxFusion's: the tool
 ANSWER_MARGIN_S = 10.0  # an answer comes within run_timeout + compile_timeout + this
 OUTPUT_BYTES = 1 << 20  # what SandboxFusion keeps of each stream; the server's limits.max_output_bytes caps it
 TRUNCATED = "output truncated at the server's max_output_bytes (or fetched files beyond max_file_mb together)"
@@ -89,10 +89,13 @@ def run_code_request(body: Any) -> tuple[pb.ExecuteRequest, str, float]:
     fetch_files = field(body, "fetch_files", (list,), [])
     request = pb.ExecuteRequest(limits=pb.Limits(timeout_ms=max(1, int(run_timeout * 1000)),
                                                  memory_mb=max(int(memory_mb), 0)))
-    if LANGUAGES.get(language) == "cpp":
-        if files or fetch_files:
-            raise InvalidRequest("files and fetch_files are taken with python here, not with cpp")
+    tool = LANGUAGES.get(language, "python")
+    if tool != "python" and (files or fetch_files):
+        raise InvalidRequest(f"files and fetch_files are taken with python here, not with {language}")
+    if tool == "cpp":
         request.cpp.CopyFrom(pb.CppCall(source=code, stdin=stdin, compile_timeout_ms=int(compile_timeout * 1000)))
+    elif tool == "bash":
+        request.bash.CopyFrom(pb.BashCall(script=code, stdin=stdin))
     else:
         request.python.CopyFrom(pb.PythonCall(code=code, stdin=stdin, files=decoded_files(files),
                                               fetch_files=file_names(fetch_files)))
@@ -133,9 +136,17 @@ def run_result(response: pb.ExecuteResponse) -> dict[str, Any]:
     elif response.outcome == pb.OK:
         status, return_code = "Finished", 0
     else:
-        status, return_code = "Finished", (run.exit_code if run is not None else response.python.exit_code) or 1
+        status, return_code = "Finished", exit_code(response) or 1
     return {"status": status, "execution_time": elapsed_us / 1e6, "return_code": return_code,
             "stdout": response.stdout, "stderr": stderr}
+
+
+def exit_code(response: pb.ExecuteResponse) -> int:
+    """The program's exit status, whichever tool ran it."""
+    kind = response.WhichOneof("result")
+    if kind == "cpp":
+        return response.cpp.cases[0].exit_code if response.cpp.cases else 0
+    return response.bash.exit_code if kind == "bash" else response.python.exit_code
 
 
 def compile_result(compiled: pb.CppCompile) -> dict[str, Any]:

@@ -61,13 +61,14 @@ FINISHED: Verdict
 SYSTEM_ERROR: Verdict
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("request_id", "python", "search", "lean", "json", "cpp", "limits")
+    __slots__ = ("request_id", "python", "search", "lean", "json", "cpp", "bash", "limits")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     PYTHON_FIELD_NUMBER: _ClassVar[int]
     SEARCH_FIELD_NUMBER: _ClassVar[int]
     LEAN_FIELD_NUMBER: _ClassVar[int]
     JSON_FIELD_NUMBER: _ClassVar[int]
     CPP_FIELD_NUMBER: _ClassVar[int]
+    BASH_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     python: PythonCall
@@ -75,8 +76,9 @@ class ExecuteRequest(_message.Message):
     lean: LeanCall
     json: JsonCall
     cpp: CppCall
+    bash: BashCall
     limits: Limits
-    def __init__(self, request_id: _Optional[str] = ..., python: _Optional[_Union[PythonCall, _Mapping]] = ..., search: _Optional[_Union[SearchCall, _Mapping]] = ..., lean: _Optional[_Union[LeanCall, _Mapping]] = ..., json: _Optional[_Union[JsonCall, _Mapping]] = ..., cpp: _Optional[_Union[CppCall, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., python: _Optional[_Union[PythonCall, _Mapping]] = ..., search: _Optional[_Union[SearchCall, _Mapping]] = ..., lean: _Optional[_Union[LeanCall, _Mapping]] = ..., json: _Optional[_Union[JsonCall, _Mapping]] = ..., cpp: _Optional[_Union[CppCall, _Mapping]] = ..., bash: _Optional[_Union[BashCall, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ...) -> None: ...
 
 class Limits(_message.Message):
     __slots__ = ("timeout_ms", "memory_mb", "max_output_bytes")
@@ -143,6 +145,14 @@ class CppCall(_message.Message):
     compile_timeout_ms: int
     def __init__(self, source: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[CppCase, _Mapping]]] = ..., stdin: _Optional[str] = ..., compare: _Optional[_Union[Comparison, str]] = ..., stop_on_failure: _Optional[bool] = ..., compile_timeout_ms: _Optional[int] = ...) -> None: ...
 
+class BashCall(_message.Message):
+    __slots__ = ("script", "stdin")
+    SCRIPT_FIELD_NUMBER: _ClassVar[int]
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    script: str
+    stdin: str
+    def __init__(self, script: _Optional[str] = ..., stdin: _Optional[str] = ...) -> None: ...
+
 class CppCase(_message.Message):
     __slots__ = ("stdin", "expected_stdout")
     STDIN_FIELD_NUMBER: _ClassVar[int]
@@ -160,7 +170,7 @@ class JsonCall(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[str] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
-    __slots__ = ("request_id", "outcome", "stdout", "stderr", "error", "truncated", "elapsed_us", "queued_us", "python", "search", "lean", "cpp")
+    __slots__ = ("request_id", "outcome", "stdout", "stderr", "error", "truncated", "elapsed_us", "queued_us", "python", "search", "lean", "cpp", "bash")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     STDOUT_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +183,7 @@ class ExecuteResponse(_message.Message):
     SEARCH_FIELD_NUMBER: _ClassVar[int]
     LEAN_FIELD_NUMBER: _ClassVar[int]
     CPP_FIELD_NUMBER: _ClassVar[int]
+    BASH_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     outcome: Outcome
     stdout: str
@@ -185,7 +196,8 @@ class ExecuteResponse(_message.Message):
     search: SearchResult
     lean: LeanResult
     cpp: CppResult
-    def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., error: _Optional[str] = ..., truncated: _Optional[bool] = ..., elapsed_us: _Optional[int] = ..., queued_us: _Optional[int] = ..., python: _Optional[_Union[PythonResult, _Mapping]] = ..., search: _Optional[_Union[SearchResult, _Mapping]] = ..., lean: _Optional[_Union[LeanResult, _Mapping]] = ..., cpp: _Optional[_Union[CppResult, _Mapping]] = ...) -> None: ...
+    bash: BashResult
+    def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., error: _Optional[str] = ..., truncated: _Optional[bool] = ..., elapsed_us: _Optional[int] = ..., queued_us: _Optional[int] = ..., python: _Optional[_Union[PythonResult, _Mapping]] = ..., search: _Optional[_Union[SearchResult, _Mapping]] = ..., lean: _Optional[_Union[LeanResult, _Mapping]] = ..., cpp: _Optional[_Union[CppResult, _Mapping]] = ..., bash: _Optional[_Union[BashResult, _Mapping]] = ...) -> None: ...
 
 class PythonResult(_message.Message):
     __slots__ = ("value", "exit_code", "files")
@@ -243,6 +255,12 @@ class LeanMessage(_message.Message):
     column: int
     text: str
     def __init__(self, severity: _Optional[str] = ..., line: _Optional[int] = ..., column: _Optional[int] = ..., text: _Optional[str] = ...) -> None: ...
+
+class BashResult(_message.Message):
+    __slots__ = ("exit_code",)
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    exit_code: int
+    def __init__(self, exit_code: _Optional[int] = ...) -> None: ...
 
 class CppResult(_message.Message):
     __slots__ = ("compile", "cases", "passed")

@@ -1,0 +1,35 @@
+"""Settings of the bash tool ([bash] in the server's TOML): the shell and its workers.
+
+Only the values and their checks live here; running scripts is the executor's job.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from toolserver.config import SlotClaim
+from toolserver.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class BashSettings:
+    enabled: bool = True                 # off: the tool is listed as unavailable and calls are refused
+    shell: str = "/bin/bash"             # Debian's bash; visible inside the jail
+    workers: int = 1                     # jailed zygotes that run scripts (a script's own programs
+                                         # run in its process tree, capped with it)
+    max_script_kb: int = 256             # longer scripts are a request error
+    max_queue: int = 1024                # scripts waiting for a worker; past it RESOURCE_EXHAUSTED
+    worker_grace_s: float = 5.0          # a worker that overruns a script's timeout by this is hung
+    recycle_after: int = 20_000          # scripts before a worker is replaced by a fresh one
+
+    def slots(self) -> SlotClaim:
+        """Its workers run on the slots the tools before it leave."""
+        return SlotClaim(wanted=self.workers if self.enabled else 0)
+
+    def validate(self) -> None:
+        for name in ("workers", "max_script_kb", "max_queue", "worker_grace_s", "recycle_after"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"bash.{name} must be positive, got {getattr(self, name)}")
+        if not os.path.isabs(self.shell):
+            raise ConfigError(f"bash.shell must be an absolute path (the jail has no PATH), got {self.shell!r}")

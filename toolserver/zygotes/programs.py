@@ -1,0 +1,46 @@
+"""Calls whose process execs a program (a compiled binary, a shell) rather than running
+Python: the few lines of Python the zygote's child runs to exec it, and how its end reads.
+
+The launcher caps the program's address space and stack at its memory limit itself (the
+zygote's own cap adds its warm size) and execs it, so that the process the jail, the
+rlimits and the memory cgroup hold is the program. A signal that ends such a program is
+the program's error, not the sandbox's (a C program that dereferences null dies of
+SIGSEGV); an allocation refused under the cap ends a C++ program in `std::bad_alloc`.
+"""
+
+from __future__ import annotations
+
+from sandbox.calls import PROGRAM_FILE, CallReply
+from toolserver.v1 import toolserver_pb2 as pb
+
+KILLED = "killed by signal "
+OUT_OF_MEMORY = "std::bad_alloc"  # what libstdc++ says when an allocation fails under RLIMIT_AS
+
+
+def exec_program(argv: list[str], memory_mb: int, executable: str = "") -> str:
+    """The launcher that execs argv (argv[0] a path) with its address space and stack capped
+    at memory_mb (the stack as large as judges give it, within the jail's hard limit), once
+    it has removed itself from the working directory; executable: a file there to mark
+    executable first."""
+    lines = ["import os, resource",
+             f"limit = {memory_mb << 20}",
+             "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))",
+             "hard = resource.getrlimit(resource.RLIMIT_STACK)[1]",
+             "stack = limit if hard == resource.RLIM_INFINITY else min(limit, hard)",
+             "resource.setrlimit(resource.RLIMIT_STACK, (stack, hard))"]
+    if executable:
+        lines.append(f"os.chmod({executable!r}, 0o700)")
+    lines.append(f"os.unlink({PROGRAM_FILE!r})")  # the program finds only its own files where it starts
+    lines.append(f"os.execv({argv[0]!r}, {argv!r})")
+    return "\n".join(lines) + "\n"
+
+
+def program_outcome(reply: CallReply) -> tuple[int, str]:
+    """How an exec'd program's run ended: its Outcome and one-line error."""
+    if reply.outcome == "CRASHED" and reply.error.startswith(KILLED):
+        if OUT_OF_MEMORY in reply.stderr[-4096:]:
+            return pb.MEMORY_LIMIT, f"memory limit exceeded ({OUT_OF_MEMORY}, then {reply.error})"
+        return pb.ERROR, f"the program was {reply.error}"
+    if reply.outcome in ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT"):
+        return pb.Outcome.Value(reply.outcome), reply.error
+    return pb.CRASHED, reply.error or f"the sandbox answered {reply.outcome}"
