@@ -3,6 +3,7 @@ judged, the compile cache, the launchers and what a model reads."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -118,3 +119,28 @@ def test_a_model_reads_the_compile_and_each_verdict():
                                     "case 1: WRONG_ANSWER (3 ms)", "case 2: SKIPPED"]
     failed = pb.CppResult(compile=pb.CppCompile(ok=False, exit_code=1))
     assert answer_lines(failed) == ["compile failed (exit status 1)"]
+
+
+async def test_calls_asking_for_a_program_that_compiles_wait_for_that_compile():
+    class OnePool:
+        """Answers a compile after a moment, counting them."""
+
+        compiles = 0
+
+        async def run(self, request):
+            OnePool.compiles += 1
+            await asyncio.sleep(0.05)
+            return CallReply(request.id, "OK", files={"main": b"\x7fELF"}, elapsed_us=50_000)
+
+    from sandbox.calls import CallLimits
+    from toolserver.cpp.compiler import Compiler
+
+    compiler = Compiler(["/usr/bin/g++"], OnePool(), CallLimits(1, 1, 1, 1, 1, 1), cache_bytes=1 << 20)
+    first = asyncio.ensure_future(compiler.compile("int main(){}", 1000, "a"))
+    waiting = asyncio.ensure_future(compiler.compile("int main(){}", 1000, "b"))
+    await asyncio.sleep(0.01)
+    first.cancel()  # the first caller goes away: the compile goes on for the second
+    compiled = await waiting
+    assert compiled.ok and compiled.cached and OnePool.compiles == 1
+    again = await compiler.compile("int main(){}", 1000, "c")
+    assert again.cached and again.elapsed_us == 0 and OnePool.compiles == 1 and compiler.cache.hits == 1

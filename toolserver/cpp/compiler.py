@@ -78,7 +78,7 @@ class Compiler:
         self.limits = limits
         self.cache = BinaryCache(cache_bytes)
         self.compiles = 0
-        self._compiling: dict[str, asyncio.Future[Compiled]] = {}
+        self._compiling: dict[str, asyncio.Future[Compiled]] = {}  # compiles running, by key
 
     def key(self, source: str) -> str:
         digest = hashlib.sha256("\0".join(self.command).encode())
@@ -86,21 +86,24 @@ class Compiler:
         return digest.hexdigest()
 
     async def compile(self, source: str, timeout_ms: int, request_id: str) -> Compiled:
-        """The program of source, compiled within timeout_ms or found compiled."""
+        """The program of source, compiled within timeout_ms or found compiled. The compile
+        is a task of its own: a caller that goes away leaves it to those that wait on it,
+        and to the cache."""
         key = self.key(source)
         if (found := self.cache.get(key)) is not None:
             return dataclasses.replace(found, cached=True, elapsed_us=0, queued_us=0)
-        if key in self._compiling:
-            return dataclasses.replace(await asyncio.shield(self._compiling[key]), cached=True)
-        future: asyncio.Future[Compiled] = asyncio.get_running_loop().create_future()
-        self._compiling[key] = future
+        task = self._compiling.get(key)
+        first = task is None
+        if task is None:
+            task = asyncio.ensure_future(self._compile_and_keep(key, source, timeout_ms, request_id))
+            task.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved, whoever waits
+            self._compiling[key] = task
+        compiled = await asyncio.shield(task)
+        return compiled if first else dataclasses.replace(compiled, cached=True)
+
+    async def _compile_and_keep(self, key: str, source: str, timeout_ms: int, request_id: str) -> Compiled:
         try:
             compiled = await self._compile(source, timeout_ms, request_id)
-            future.set_result(compiled)
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved: a call that waited on it gets it, none need to
-            raise
         finally:
             del self._compiling[key]
         if compiled.ok or compiled.outcome == "ERROR":
