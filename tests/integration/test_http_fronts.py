@@ -258,7 +258,7 @@ def test_truncated_output_is_said(endpoint):
 
 
 @pytest.mark.parametrize("path, body, message", [
-    ("/run", {"type": "cpp", "solution": "int main(){}"}, "not supported"),
+    ("/run", {"type": "java", "solution": "class A {}"}, "not supported"),
     ("/run", {"type": "python"}, "solution is required"),
     ("/run/batch", {"submissions": "no"}, "submissions"),
     ("/run/long-batch", {"submissions": [{"solution": "1"}, {"solution": 2}]}, "submissions[1].solution"),
