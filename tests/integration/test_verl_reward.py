@@ -137,8 +137,8 @@ def test_the_memory_limit_verl_sends_is_applied(run_code_url):
 
 
 def test_a_language_we_do_not_run_is_a_sandbox_error(run_code_url):
-    results, metadata = check_correctness(run_code_url, cases([("", "0")]), "int main() {}", timeout=5,
-                                          language="cpp")
+    results, metadata = check_correctness(run_code_url, cases([("", "0")]), "class Main {}", timeout=5,
+                                          language="java")
     assert results == [-1]
     assert metadata[0]["status"] == "sandbox_error" and metadata[0]["api_request_error"] is None
 
