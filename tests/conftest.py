@@ -123,7 +123,8 @@ def free_port() -> int:
 
 class RunningServer:
     """A real server process on slots lent by SLOTS until it stops; extra_slots are
-    for its Lean REPLs. As the default config does, it runs as many slim workers as
+    for the tools that take what the python workers leave (Lean REPLs, C++ and bash
+    workers, in that order) and for the python pools' growth. As the default config does, it runs as many slim workers as
     warm ones unless slim_workers says otherwise, and one scientific worker unless
     scientific_workers says otherwise (each costs seconds to start). Its slots in order:
     the self-test's, the warm workers', the sessions', the slim workers', the scientific

@@ -30,7 +30,8 @@ def burst_server(tmp_path_factory):
     enough to run 100 loops of 10 s in two rounds within verl's 30 s."""
     port = free_port()
     running = RunningServer(tmp_path_factory.mktemp("burst"), workers=1, slim_workers=1, extra_slots=47,
-                            args=("--http-port", str(port)), config="[lean]\nenabled = false\n")
+                            args=("--http-port", str(port)),
+                            config="[lean]\nenabled = false\n[cpp]\nenabled = false\n[bash]\nenabled = false\n")
     running.http = f"http://127.0.0.1:{port}"
     yield running
     running.stop()
