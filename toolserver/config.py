@@ -17,11 +17,11 @@ import dataclasses
 import os
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, TypeVar
+from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 from toolserver.errors import ConfigError
 
-__all__ = ["ConfigError", "CoreSettings", "compose_settings", "load_settings", "read_toml"]
+__all__ = ["ConfigError", "CoreSettings", "compose_settings", "load_settings", "read_toml", "require_positive"]
 
 # The host values that bind loopback only, and those that bind every interface.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "[::1]", "localhost"})
@@ -203,11 +203,9 @@ class CoreSettings:
             raise ConfigError(f"metrics.port must be 0-65535 (0: any free port), got {self.metrics.port}")
         if not 0 <= self.http.port <= 65535:
             raise ConfigError(f"http.port must be 0-65535 (0: no HTTP fronts), got {self.http.port}")
-        for name in ("max_connections", "header_timeout_s", "idle_timeout_s", "body_timeout_s", "send_timeout_s",
-                     "max_header_kb",
-                     "max_body_mb", "max_batch_body_mb", "max_bodies_mb", "max_json_values", "max_json_depth"):
-            if getattr(self.http, name) <= 0:
-                raise ConfigError(f"http.{name} must be positive, got {getattr(self.http, name)}")
+        require_positive("http", self.http, ("max_connections", "header_timeout_s", "idle_timeout_s", "body_timeout_s",
+                                             "send_timeout_s", "max_header_kb", "max_body_mb", "max_batch_body_mb",
+                                             "max_bodies_mb", "max_json_values", "max_json_depth"))
         if max(self.http.max_body_mb, self.http.max_batch_body_mb) > self.http.max_bodies_mb:
             raise ConfigError("http.max_bodies_mb must hold at least one body of the largest size (http.max_body_mb, "
                               "http.max_batch_body_mb)")
@@ -247,6 +245,13 @@ class CoreSettings:
             raise ConfigError(f"sandbox.slots ({self.sandbox.slots}) must cover 1 for the self-test and the slots "
                               f"the tools need and hold ({needed}: {detail})")
         return self
+
+
+def require_positive(section: str, values: Any, names: Iterable[str]) -> None:
+    """Refuses a setting of section (values: its dataclass) among names that is not above 0."""
+    for name in names:
+        if getattr(values, name) <= 0:
+            raise ConfigError(f"{section}.{name} must be positive, got {getattr(values, name)}")
 
 
 def compose_settings(sections: Mapping[str, type], module: str) -> type[CoreSettings]:

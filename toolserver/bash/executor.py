@@ -16,17 +16,14 @@ import os
 from contextlib import AsyncExitStack
 
 from sandbox.calls import CallRequest
-from sandbox.worker import WorkerLost
 from toolserver.arguments import json_arguments
 from toolserver.errors import InvalidRequest, ToolUnavailable
-from toolserver.jails import sandbox_spec
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext
 from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.zygotes.pool import start_tool_pool
 from toolserver.zygotes.programs import exec_program, program_outcome
-from toolserver.zygotes.tool import PooledTool
+from toolserver.zygotes.tool import NoPool, PooledTool, start_tool_pool
 
 log = logging.getLogger(__name__)
 SCRIPT_FILE = "main.sh"
@@ -86,15 +83,10 @@ async def build_bash(context: BuildContext, stack: AsyncExitStack) -> BashExecut
         return BashExecutor(settings, None, "off by config ([bash] enabled = false)")
     if not os.access(bash.shell, os.X_OK):
         return BashExecutor(settings, None, f"shell {bash.shell} is not here: install bash or set [bash] shell")
-    if not slots:
-        return BashExecutor(settings, None, "no sandbox slots are left for bash workers (raise [sandbox] slots)")
-    if not context.state.serving:
-        return BashExecutor(settings, None, context.state.reason)
     try:
-        pool = await start_tool_pool("bash", sandbox_spec(settings), slots, context.cgroups, stack,
-                                     max_queue=bash.max_queue, grace_s=bash.worker_grace_s,
-                                     recycle_after=bash.recycle_after)
-    except WorkerLost as exc:
-        return BashExecutor(settings, None, f"no bash worker could start: {exc}")
+        pool = await start_tool_pool("bash", context, slots, stack, max_queue=bash.max_queue,
+                                     grace_s=bash.worker_grace_s, recycle_after=bash.recycle_after)
+    except NoPool as exc:
+        return BashExecutor(settings, None, str(exc))
     log.info("bash: %s, %d workers", bash.shell, len(slots))
     return BashExecutor(settings, pool)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from toolserver.config import SlotClaim
+from toolserver.config import SlotClaim, require_positive
 from toolserver.errors import ConfigError
 
 
@@ -28,8 +28,6 @@ class BashSettings:
         return SlotClaim(wanted=self.workers if self.enabled else 0)
 
     def validate(self) -> None:
-        for name in ("workers", "max_script_kb", "max_queue", "worker_grace_s", "recycle_after"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"bash.{name} must be positive, got {getattr(self, name)}")
+        require_positive("bash", self, ("workers", "max_script_kb", "max_queue", "worker_grace_s", "recycle_after"))
         if not os.path.isabs(self.shell):
             raise ConfigError(f"bash.shell must be an absolute path (the jail has no PATH), got {self.shell!r}")

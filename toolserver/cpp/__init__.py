@@ -4,7 +4,9 @@ the jail on the tool's own warm zygotes.
 `executor.CppExecutor` is the entry point; `settings` holds [cpp] (the pinned compiler
 and flags), `programs` the launchers a call's process execs through, `compiler` the
 compile and its cache, `judge` a case's verdict, `schema` the tool as callers see it,
-`jails` its processes' spec, `gauges` its metrics, `answer` what a model reads. The
+`gauges` its metrics, `answer` what a model reads. Its zygotes run on the sandbox's own
+spec, with no preload and no Python-level guard (`toolserver.zygotes.tool`): a call's
+process only execs the compiler or the program, and the jail is the boundary. The
 executor loads when a server builds the tool.
 """
 

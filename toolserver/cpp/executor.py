@@ -18,11 +18,9 @@ import time
 from contextlib import AsyncExitStack
 
 from sandbox.calls import CallLimits, CallRequest
-from sandbox.worker import WorkerLost
 from toolserver.config import CoreSettings
 from toolserver.cpp.compiler import COMPILER_OUTPUT_BYTES, Compiled, Compiler
 from toolserver.cpp.gauges import watch_cpp
-from toolserver.cpp.jails import cpp_spec
 from toolserver.cpp.judge import case_result, passed
 from toolserver.cpp.precompiled import precompiled_header
 from toolserver.cpp.programs import BINARY_FILE, run_program
@@ -32,8 +30,8 @@ from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext
 from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.zygotes.pool import WorkerPool, start_tool_pool
-from toolserver.zygotes.tool import PooledTool
+from toolserver.zygotes.pool import WorkerPool
+from toolserver.zygotes.tool import NoPool, PooledTool, start_tool_pool
 
 log = logging.getLogger(__name__)
 COMPILE_FAULTS = ("ERROR", "TIMEOUT", "MEMORY_LIMIT")  # a compile that ends so is the program's fault
@@ -171,23 +169,18 @@ async def build_cpp(context: BuildContext, stack: AsyncExitStack) -> CppExecutor
     proven and the compiler runs (else it serves nothing and says why)."""
     settings = context.settings
     cpp = settings.cpp
-    slots = context.slots.take(cpp.worker_count()) if cpp.enabled else []
+    slots = context.slots.take(cpp.slots().wanted)
     if not cpp.enabled:
         return CppExecutor(settings, None, None, reason="off by config ([cpp] enabled = false)")
     name = await asyncio.get_running_loop().run_in_executor(None, compiler_version, cpp.compiler)
     if not name:
         return CppExecutor(settings, None, None, reason=f"compiler {cpp.compiler} does not run: install g++ "
                                                         "(scripts/setup.sh does) or set [cpp] compiler")
-    if not slots:
-        return CppExecutor(settings, None, None, name, "no sandbox slots are left for cpp workers (raise [sandbox] "
-                                                       "slots)")
-    if not context.state.serving:
-        return CppExecutor(settings, None, None, name, context.state.reason)
     try:
-        pool = await start_tool_pool("cpp", cpp_spec(settings), slots, context.cgroups, stack, max_queue=cpp.max_queue,
+        pool = await start_tool_pool("cpp", context, slots, stack, max_queue=cpp.max_queue,
                                      grace_s=cpp.worker_grace_s, recycle_after=cpp.recycle_after)
-    except WorkerLost as exc:
-        return CppExecutor(settings, None, None, name, f"no cpp worker could start: {exc}")
+    except NoPool as exc:
+        return CppExecutor(settings, None, None, name, str(exc))
     caps = settings.limits
     compile_limits = CallLimits(timeout_ms=cpp.compile_timeout_ms, memory_mb=cpp.compile_memory_mb,
                                 max_output_bytes=COMPILER_OUTPUT_BYTES, max_processes=caps.max_processes,

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolserver.config import SlotClaim
+from toolserver.config import SlotClaim, require_positive
 from toolserver.cpus import available_cpus
 from toolserver.errors import ConfigError
 
@@ -52,10 +52,8 @@ class CppSettings:
         return [self.compiler, f"-std={self.std}", *self.flags]
 
     def validate(self) -> None:
-        for name in ("compile_timeout_ms", "max_compile_timeout_ms", "compile_memory_mb", "cache_mb",
-                     "max_source_kb", "max_cases", "max_queue", "worker_grace_s", "recycle_after"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"cpp.{name} must be positive, got {getattr(self, name)}")
+        require_positive("cpp", self, ("compile_timeout_ms", "max_compile_timeout_ms", "compile_memory_mb", "cache_mb",
+                                       "max_source_kb", "max_cases", "max_queue", "worker_grace_s", "recycle_after"))
         if self.workers < 0:
             raise ConfigError("cpp.workers must not be negative")
         if self.compile_timeout_ms > self.max_compile_timeout_ms:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from toolserver.config import SlotClaim
+from toolserver.config import SlotClaim, require_positive
 from toolserver.errors import ConfigError
 from toolserver.lean.header import HeaderError, parse_header
 
@@ -43,10 +43,9 @@ class LeanSettings:
         return SlotClaim(wanted=self.max_repls if self.enabled else 0)
 
     def validate(self) -> None:
-        for field in ("max_queue", "max_repls", "memory_mb", "max_processes", "max_open_files", "default_timeout_ms", "max_timeout_ms",
-                      "max_code_chars", "max_messages", "max_message_chars", "start_timeout_s", "idle_evict_s"):
-            if getattr(self, field) <= 0:
-                raise ConfigError(f"lean.{field} must be positive, got {getattr(self, field)}")
+        require_positive("lean", self, ("max_queue", "max_repls", "memory_mb", "max_processes", "max_open_files",
+                                        "default_timeout_ms", "max_timeout_ms", "max_code_chars", "max_messages",
+                                        "max_message_chars", "start_timeout_s", "idle_evict_s"))
         if self.recycle_after < 0:
             raise ConfigError(f"lean.recycle_after must not be negative, got {self.recycle_after}")
         if self.default_timeout_ms > self.max_timeout_ms:

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolserver.config import RUNTIME_INTERPRETER, CoreSettings, SlotClaim
+from toolserver.config import RUNTIME_INTERPRETER, CoreSettings, SlotClaim, require_positive
 from toolserver.cpus import available_cpus
 from toolserver.errors import ConfigError
 from toolserver.jails import Runtime
@@ -162,18 +162,15 @@ class PythonSettings:
         return max(0, min(settings.free_slots(), cap - workers))
 
     def validate_with(self, settings: CoreSettings) -> None:
-        for name in ("max_queue", "recycle_after", "extra_idle_s"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"python.{name} must be positive, got {getattr(self, name)}")
-        for name in ("workers", "slim_workers", "scientific_workers", "max_workers"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"python.{name} must not be negative")
         if Path(self.interpreter).resolve().is_relative_to("/root") and not settings.sandbox.insecure_no_sandbox:
             raise ConfigError(f"python.interpreter {self.interpreter} lies under /root, which the "
                               "jail hides: use a virtual environment elsewhere (scripts/setup.sh makes one)")
-        self.validate_imports()
 
-    def validate_imports(self) -> None:
+    def validate(self) -> None:
+        require_positive("python", self, ("max_queue", "recycle_after", "extra_idle_s"))
+        for name in ("workers", "slim_workers", "scientific_workers", "max_workers"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"python.{name} must not be negative")
         if self.import_profile not in self.import_profiles:
             raise ConfigError(f"python.import_profile {self.import_profile!r} is not one of python.import_profiles "
                               f"({', '.join(sorted(self.import_profiles))})")
@@ -205,8 +202,6 @@ class SessionSettings:
         return SlotClaim(held=self.max_sessions)
 
     def validate(self) -> None:
-        for name in ("idle_timeout_s", "memory_mb"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"sessions.{name} must be positive, got {getattr(self, name)}")
+        require_positive("sessions", self, ("idle_timeout_s", "memory_mb"))
         if self.max_sessions < 0:
             raise ConfigError("sessions.max_sessions must not be negative")

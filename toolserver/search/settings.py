@@ -10,6 +10,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from toolserver.config import require_positive
 from toolserver.errors import ConfigError
 
 INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -51,10 +52,8 @@ class SearchSettings:
     def validate(self) -> None:
         if not os.path.isabs(self.data_dir):
             raise ConfigError(f"search.data_dir must be an absolute path, got {self.data_dir!r}")
-        for field in ("max_queue", "default_top_k", "max_top_k", "max_query_chars", "max_text_chars", "query_threads",
-                      "rrf_k", "hybrid_depth", "dense_batch_size", "torch_threads"):
-            if getattr(self, field) <= 0:
-                raise ConfigError(f"search.{field} must be positive, got {getattr(self, field)}")
+        require_positive("search", self, ("max_queue", "default_top_k", "max_top_k", "max_query_chars", "max_text_chars",
+                                          "query_threads", "rrf_k", "hybrid_depth", "dense_batch_size", "torch_threads"))
         if self.inline_max_docs < 0:
             raise ConfigError("search.inline_max_docs must not be negative")
         if self.default_top_k > self.max_top_k:

@@ -15,7 +15,6 @@ import collections
 import logging
 import random
 import time
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,16 +217,3 @@ class WorkerPool:
 def crashed_reply(request_id: str, error: str, elapsed_s: float) -> CallReply:
     return CallReply(request_id, "CRASHED", error=error, exit_code=-1, elapsed_us=int(elapsed_s * 1e6))
 
-
-async def start_tool_pool(tool: str, spec: ZygoteSpec, slots: list[Slot], cgroups: MemoryCgroups | None,
-                          stack: AsyncExitStack, *, max_queue: int, grace_s: float, recycle_after: int) -> WorkerPool:
-    """A started pool of one class for a tool whose calls all run alike (its scheduler of
-    its own, named for the tool); its teardown goes on stack. Raises WorkerLost when no
-    worker could start."""
-    slot_cgroups = SlotCgroups(cgroups)
-    stack.callback(slot_cgroups.remove_all)
-    pool = WorkerPool(spec, slots, max_queue=max_queue, grace_s=grace_s, recycle_after=recycle_after, name=tool,
-                      slot_cgroups=slot_cgroups, scheduler=Scheduler(max_queue=max_queue, tool=tool))
-    stack.push_async_callback(pool.close)
-    await pool.start()
-    return pool

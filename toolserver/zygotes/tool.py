@@ -1,15 +1,50 @@
 """What a tool whose calls all run alike on a pool of its own zygotes shares with others
-of its kind (the cpp and bash tools): whether it serves, its size, the limits it grants."""
+of its kind (the cpp and bash tools): starting the pool, or saying why there is none;
+whether it serves, its size, the limits it grants."""
 
 from __future__ import annotations
 
+from contextlib import AsyncExitStack
+
 from sandbox.calls import CallLimits
+from sandbox.cgroups import SlotCgroups
+from sandbox.jail import Slot
+from sandbox.worker import WorkerLost
 from toolserver.config import CoreSettings
 from toolserver.grants import effective_limits
+from toolserver.jails import sandbox_spec
 from toolserver.policy import CallerPolicy
-from toolserver.registry import Tool
+from toolserver.registry import BuildContext, Tool
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.zygotes.pool import WorkerPool
+from toolserver.zygotes.scheduler import Scheduler
+
+
+class NoPool(Exception):
+    """Why a tool has no pool: it then serves nothing and says why."""
+
+
+async def start_tool_pool(tool: str, context: BuildContext, slots: list[Slot], stack: AsyncExitStack, *,
+                          max_queue: int, grace_s: float, recycle_after: int) -> WorkerPool:
+    """A started pool of one class of zygotes on the sandbox's own spec, for a tool whose
+    calls all run alike (its scheduler of its own, named for the tool); its teardown goes
+    on stack. Raises NoPool when it has no slots, the sandbox is not proven, or no worker
+    could start."""
+    if not slots:
+        raise NoPool(f"no sandbox slots are left for {tool} workers (raise [sandbox] slots)")
+    if not context.state.serving:
+        raise NoPool(context.state.reason)
+    slot_cgroups = SlotCgroups(context.cgroups)
+    stack.callback(slot_cgroups.remove_all)
+    pool = WorkerPool(sandbox_spec(context.settings), slots, max_queue=max_queue, grace_s=grace_s,
+                      recycle_after=recycle_after, name=tool, slot_cgroups=slot_cgroups,
+                      scheduler=Scheduler(max_queue=max_queue, tool=tool))
+    stack.push_async_callback(pool.close)
+    try:
+        await pool.start()
+    except WorkerLost as exc:
+        raise NoPool(f"no {tool} worker could start: {exc}") from exc
+    return pool
 
 
 class PooledTool(Tool):
