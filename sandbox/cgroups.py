@@ -5,7 +5,7 @@ RLIMIT_AS caps each process alone; a call that starts four processes would get f
 times its limit. A worker slot's cgroup holds the process forked for each call, moved
 there before its request is sent (so every process the call starts is born there), and
 not the warm zygote, which the OOM killer must never pick over a call's process; a
-session's holds every process of its jail, moved there once the kernel is warm (before
+session's holds every process of its jail, its own process moved there as it is forked (before
 any untrusted code runs). Memory charged before a move stays where it was, so the
 cgroup's limit is exactly what the caller's code may add: its allocations, its
 copy-on-write copies and the files it writes to its tmpfs mounts. Past the limit the

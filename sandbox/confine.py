@@ -2,7 +2,7 @@
 
 Like `sandbox/guard.py`, this source runs inside the jail (sent over a control pipe)
 and imports nothing from the project. A zygote applies it once it is warm, before it
-forks any call; a session kernel applies it once its own ZeroMQ sockets are bound,
+forks any call; a session applies it when it starts,
 before the first cell runs. A seccomp filter cannot be removed and is inherited by
 every thread (TSYNC) and every process started afterwards, whatever the code does,
 guard or no guard. It refuses, with EACCES:

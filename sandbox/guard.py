@@ -5,7 +5,7 @@ the jail is the boundary, and a call runs as a plain `python3` would.
 Like `sandbox/zygote.py`, this source runs inside the jail, sent over a control pipe,
 and imports nothing from the project. A zygote makes each profile's guard once, after
 its preloads (`make_guard`), and a call's process installs the one its call names before
-the caller's code runs; a kernel installs its session's (`install_guard`).
+the caller's code runs; a session installs its own (`install_guard`).
 
 A profile may have:
 
@@ -66,7 +66,7 @@ BYTECODE_LOADER = "_compile_bytecode"
 CREATE_BUILTIN = "sandbox.create_builtin"
 STANDARD_MODULES = sys.stdlib_module_names | {"__main__"}
 # Standard modules that import a denied module when they load: a warm zygote (and a
-# kernel) loads them before the removal, so they stay importable and refuse only on use;
+# session) loads them before the removal, so they stay importable and refuse only on use;
 # a slim zygote leaves them out (subprocess brings threading, whose after-fork hook every
 # call's process would pay for) and hands a call that imports one to a warm zygote.
 LOAD_BEFORE_REMOVAL = ("subprocess",)

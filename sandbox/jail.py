@@ -81,14 +81,19 @@ def jail_command(policy: JailPolicy, slot: Slot, program: list[str], keep_fds: t
 
 
 def jail_environment(slot: Slot, interpreter: str = "") -> dict[str, str]:
-    """The whole environment a jailed process starts with: nothing of the server's. The
-    interpreter's directory (the runtime's bin/) comes first on PATH, so that `python3`,
-    `python` and the runtime's tools are the runtime's, as in an activated environment."""
+    """The whole environment a jailed process starts with: nothing of the server's."""
+    env = {**runtime_environment(interpreter), "HOME": str(slot.scratch), "TMPDIR": str(slot.scratch)}
+    env.update(slot.extra_env)
+    return env
+
+
+def runtime_environment(interpreter: str = "") -> dict[str, str]:
+    """The environment the runtime's interpreter runs in, without a home. The interpreter's
+    directory (the runtime's bin/) comes first on PATH, so that `python3`, `python` and the
+    runtime's tools are the runtime's, as in an activated environment."""
     runtime_bin = os.path.dirname(interpreter) if interpreter else ""
-    env = {
+    return {
         "PATH": ":".join(filter(None, (runtime_bin, "/usr/local/bin:/usr/bin:/bin"))),
-        "HOME": str(slot.scratch),
-        "TMPDIR": str(slot.scratch),
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
         "OPENBLAS_NUM_THREADS": "1",
@@ -100,8 +105,6 @@ def jail_environment(slot: Slot, interpreter: str = "") -> dict[str, str]:
         # mimalloc, reserves a 1 GB arena that a call's address-space limit refuses.
         "ARROW_DEFAULT_MEMORY_POOL": "system",
     }
-    env.update(slot.extra_env)
-    return env
 
 
 def firejail_path(policy: JailPolicy) -> str | None:

@@ -376,3 +376,62 @@ def judge_guard(reply: CallReply, module: str) -> Check:
 
 def failed(checks: list[Check]) -> list[Check]:
     return [check for check in checks if not check.ok]
+
+
+# What a session's process sees of itself (toolserver/python/executor.verify_session_jail):
+# its value is a dict of facts that judge_session_probe reads.
+SESSION_PROBE = r'''
+import os, socket
+facts = {"uid": os.getuid(), "euid": os.geteuid()}
+with open("/proc/self/status") as status:
+    for line in status:
+        key, _, value = line.partition(":")
+        if key in ("CapEff", "CapPrm", "CapBnd", "NoNewPrivs", "Seccomp", "Seccomp_filters"):
+            facts[key] = value.strip()
+facts["interfaces"] = sorted(line.split(":")[0].strip() for line in open("/proc/net/dev").readlines()[2:])
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2).close()
+    facts["network"] = "reached"
+except OSError as exc:
+    facts["network"] = type(exc).__name__
+for path in ("/etc", "/usr", "/opt"):
+    try:
+        open(os.path.join(path, ".toolserver-session-probe"), "w").close()
+        facts["wrote " + path] = True
+    except OSError:
+        pass
+with open(os.path.join(os.environ["HOME"], "probe"), "w") as handle:
+    facts["home_writable"] = handle.write("ok") == 2
+facts
+'''
+
+
+def judge_session_probe(reply: CallReply) -> Check:
+    """Whether a session's process is jailed like a worker's call: not root, no
+    capability, no_new_privs, seccomp filters (the jail's and ours), only loopback, the
+    host's files read-only, its home writable."""
+    if reply.outcome != "OK":
+        return Check("session_jail", False, f"the probe ended {reply.outcome}: {reply.error or reply.stderr[-300:]}")
+    try:
+        facts = ast.literal_eval(reply.value)
+    except (ValueError, SyntaxError):
+        return Check("session_jail", False, f"unreadable probe answer {reply.value[:200]!r}")
+    wrong = []
+    if facts.get("uid") == 0 or facts.get("euid") == 0:
+        wrong.append("runs as root")
+    for key in ("CapEff", "CapPrm", "CapBnd"):
+        if int(facts.get(key, "1"), 16) != 0:
+            wrong.append(f"{key} {facts.get(key)}")
+    if facts.get("NoNewPrivs") != "1":
+        wrong.append("no_new_privs off")
+    if facts.get("Seccomp") != "2" or int(facts.get("Seccomp_filters", "0")) < 2:
+        wrong.append(f"seccomp {facts.get('Seccomp')} with {facts.get('Seccomp_filters')} filters")
+    if facts.get("interfaces") != ["lo"] or facts.get("network") == "reached":
+        wrong.append(f"network {facts.get('interfaces')} {facts.get('network')}")
+    wrong += [key for key in facts if key.startswith("wrote ")]
+    if not facts.get("home_writable"):
+        wrong.append("home not writable")
+    if wrong:
+        return Check("session_jail", False, "; ".join(wrong))
+    return Check("session_jail", True, f"uid {facts['uid']}, no capabilities, no_new_privs, "
+                                       f"{facts['Seccomp_filters']} seccomp filters, loopback only, host read-only")

@@ -33,10 +33,9 @@ log = logging.getLogger(__name__)
 ZYGOTE_SOURCE = (Path(__file__).parent / "zygote.py").read_text()
 GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text()
 CONFINE_SOURCE = (Path(__file__).parent / "confine.py").read_text()
-KERNEL_SOURCE = (Path(__file__).parent / "kernel.py").read_text()
 
 # Reads a 10-digit length and a JSON object {config, source} from fd 0 without
-# buffering past it, then runs the source (a zygote, a kernel) with its config.
+# buffering past it, then runs the source (a zygote, the session zygote, a holder) with its config.
 BOOTSTRAP = (
     "import os,json\n"
     "def _r(n):\n"
@@ -98,7 +97,7 @@ class ZygoteSpec:
 
 
 def program_argv(spec: ZygoteSpec, slot: Slot, program: list[str], keep_fds: tuple[int, ...] = ()) -> list[str]:
-    """The exact argv a jailed program runs under: the same for workers, kernels, probe."""
+    """The exact argv a jailed program runs under: the same for workers, session jails, probe."""
     if spec.insecure_no_sandbox:
         return list(program)
     return jail_command(spec.jail, slot, program, keep_fds)
@@ -139,7 +138,7 @@ class JailedProcess:
 
     label = "jailed process"
     # Whether the slot's memory cgroup holds each call's processes alone (a zygote moves
-    # them there itself), rather than the whole jail (a session's kernel).
+    # them there itself), rather than the whole jail (a session's).
     enlists_per_call = False
 
     def __init__(self, slot: Slot, cgroup: MemoryCgroup | None = None) -> None:
@@ -175,7 +174,7 @@ class JailedProcess:
 
     async def launch(self, spec: "ZygoteSpec", name: str, source: str, config: dict[str, Any],
                      pass_fds: tuple[int, ...] = ()) -> dict[str, Any]:
-        """Starts source (an in-jail program: a zygote, a kernel) in the slot's jail with
+        """Starts source (an in-jail program: a zygote, a session jail's holder) in the slot's jail with
         config (and pass_fds), waits for its hello frame, then settles the jail; returns
         the hello. Raises WorkerLost, with the jail killed."""
         try:

@@ -1,4 +1,4 @@
-"""The python tool: jailed warm zygotes for stateless calls, Jupyter kernels for sessions.
+"""The python tool: jailed warm zygotes for stateless calls, processes forked into jails made ahead for sessions.
 
 `executor.PythonExecutor` is the entry point; `settings` holds [python] and [sessions],
 `rules` a caller's python keys, `jails` its processes' specs, `gauges` its metrics,

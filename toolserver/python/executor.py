@@ -3,7 +3,7 @@
 It caps the caller's limits by the server's, hands a stateless call to a worker pool
 (the class `routing` picks: slim for the standard library, scientific for the data
 stack, else warm; a call the slim worker hands back runs again on a warm one) and a
-session's call to its kernel, and turns the reply into the contract's message. It
+session's call to its process, and turns the reply into the contract's message. It
 knows nothing of gRPC status.
 """
 
@@ -15,10 +15,10 @@ from contextlib import AsyncExitStack
 
 from sandbox.calls import PROGRAM_FILE, CallLimits, CallReply, CallRequest, working_path
 from sandbox.cgroups import SlotCgroups
-from sandbox.selftest import guard_probe, judge_guard, probe_request
+from sandbox.selftest import SESSION_PROBE, Check, guard_probe, judge_guard, judge_session_probe, probe_request
 from sandbox.worker import WorkerLost
 from toolserver.config import CoreSettings
-from toolserver.errors import InvalidRequest, ToolUnavailable, Unavailable
+from toolserver.errors import InvalidRequest, RequestError, ToolUnavailable, Unavailable
 from toolserver.grants import effective_limits
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.python.gauges import watch_python
@@ -26,7 +26,7 @@ from toolserver.python.jails import python_jails
 from toolserver.python.routing import RUNS_ON, SCIENTIFIC, SLIM, WARM, CallRouter
 from toolserver.python.rules import PythonRules
 from toolserver.python.schema import python_call_from_json, python_tool_spec
-from toolserver.python.sessions import SessionManager
+from toolserver.python.sessions import SessionManager, open_files_wanted, raise_open_files
 from toolserver.registry import BuildContext, Tool
 from toolserver.zygotes.pool import WorkerPool
 from toolserver.zygotes.scheduler import Scheduler
@@ -238,14 +238,38 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
         return PythonExecutor(settings, {}, None)
     sessions = None
     if session_slots:
-        sessions = SessionManager(jails.kernel, session_slots, max_sessions=settings.sessions.max_sessions,
-                                  idle_timeout_s=settings.sessions.idle_timeout_s,
+        raise_open_files(open_files_wanted(len(session_slots)))
+        sessions = SessionManager(jails.session, session_slots, max_sessions=settings.sessions.max_sessions,
+                                  ready=settings.sessions.ready, idle_timeout_s=settings.sessions.idle_timeout_s,
                                   max_message_text=settings.limits.max_output_bytes, cgroups=context.cgroups)
         stack.push_async_callback(sessions.shutdown)
-        sessions.start()
+        await sessions.start()
+        await verify_session_jail(sessions, state, python.import_profile)
     executor = PythonExecutor(settings, pools, sessions)
     watch_python(context.metrics, executor)
     return executor
+
+
+async def verify_session_jail(sessions: SessionManager, state: ServerState, profile: str) -> None:
+    """Proves on a real session that its process holds in its jail as a worker's call does:
+    not root, no capability, no_new_privs, the jail's seccomp filters and ours, no network,
+    the host's files read-only, its home writable. A session jail that does not hold stops
+    sessions (calls are served on)."""
+    if sessions.unavailable or state.insecure:
+        return
+    try:
+        session = await sessions.open(owner="\0selftest", profile=profile)
+        try:
+            reply = await sessions.execute(session.session_id, "\0selftest", SESSION_PROBE, "", 20000, 65536)
+        finally:
+            await sessions.close(session.session_id, "\0selftest")
+    except RequestError as exc:
+        check = Check("session_jail", False, f"no session could be opened: {exc}")
+    else:
+        check = judge_session_probe(reply)
+    state.checks.append(check)
+    if not check.ok:
+        sessions.refuse(f"sandbox self-test failed: {check.name} ({check.detail})")
 
 
 async def verify_guard(pool: WorkerPool, state: ServerState, profile: str, module: str, name: str) -> None:

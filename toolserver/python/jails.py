@@ -3,7 +3,8 @@ preload only standard modules; scientific ones that preload the data stack) and 
 session kernels, each derived from the server's sandbox spec (toolserver/jails.py).
 
 A slim zygote preloads less and hands back a call that reaches beyond the standard
-library, a scientific one preloads more, a kernel caps its own address space once warm.
+library, a scientific one preloads more, a session caps its own address space once it
+starts.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class PythonJails:
     worker: ZygoteSpec             # warm workers
     slim_worker: ZygoteSpec        # slim workers
     scientific_worker: ZygoteSpec  # scientific workers
-    kernel: ZygoteSpec             # session kernels
+    session: ZygoteSpec            # the session zygote and the jails made for sessions
 
 
 def zygote_spec(settings: CoreSettings) -> ZygoteSpec:
@@ -44,9 +45,9 @@ def slim_spec(worker: ZygoteSpec, preload: tuple[str, ...]) -> ZygoteSpec:
     return dataclasses.replace(worker, preload=preload, reroute_outside_stdlib=True)
 
 
-def kernel_spec(worker: ZygoteSpec, start_timeout_s: float) -> ZygoteSpec:
-    """A session kernel's: the workers' jail without an address-space cap, which the
-    kernel sets on itself once warm (sandbox/kernel.py)."""
+def session_spec(worker: ZygoteSpec, start_timeout_s: float) -> ZygoteSpec:
+    """The sessions': the workers' jail and preload without an address-space cap, which a
+    session sets on itself when it starts (sandbox/session_zygote.py)."""
     return dataclasses.replace(worker, jail=dataclasses.replace(worker.jail, memory_mb=0),
                                start_timeout_s=start_timeout_s)
 
@@ -55,4 +56,4 @@ def python_jails(settings: CoreSettings) -> PythonJails:
     worker = zygote_spec(settings)
     return PythonJails(worker=worker, slim_worker=slim_spec(worker, settings.python.slim_preload),
                        scientific_worker=dataclasses.replace(worker, preload=settings.python.scientific_preload),
-                       kernel=kernel_spec(worker, settings.sessions.start_timeout_s))
+                       session=session_spec(worker, settings.sessions.start_timeout_s))

@@ -1,5 +1,5 @@
 """Settings of the python tool: [python] (its workers, their preloads, the import
-profiles of the guard) and [sessions] (its Jupyter sessions).
+profiles of the guard) and [sessions] (its stateful sessions).
 
 Only the values and their checks live here; starting workers is the executor's job.
 """
@@ -190,18 +190,23 @@ class PythonSettings:
 
 @dataclass(frozen=True)
 class SessionSettings:
-    max_sessions: int = 4             # open Jupyter kernels; past it RESOURCE_EXHAUSTED
-    idle_timeout_s: int = 600         # a session unused this long is closed
-    start_timeout_s: float = 60.0     # for a kernel to answer kernel_info
-    memory_mb: int = 1024             # memory a session may add to its warm kernel (~370 MB mapped):
-                                      # each process's address space, and all its processes together
-                                      # with a memory cgroup; OpenSession may ask for less
+    max_sessions: int = 4             # open sessions, each in a jail of its own slot; past it
+                                      # RESOURCE_EXHAUSTED
+    ready: int = 4                    # sessions made ahead (jail started, process forked and
+                                      # joined): OpenSession hands one over; 0: made on open
+    idle_timeout_s: int = 600         # a session unused this long is closed (an eviction)
+    start_timeout_s: float = 60.0     # for the session zygote to warm, and a session to start
+    memory_mb: int = 1024             # memory a session may add to the warm process: its address
+                                      # space, and all its processes together with a memory
+                                      # cgroup; OpenSession may ask for less
 
     def slots(self) -> SlotClaim:
-        """A session's kernel holds its slot while open: the slots are set aside at start."""
+        """A session holds its slot while open or ready: the slots are set aside at start."""
         return SlotClaim(held=self.max_sessions)
 
     def validate(self) -> None:
         require_positive("sessions", self, ("idle_timeout_s", "memory_mb"))
         if self.max_sessions < 0:
             raise ConfigError("sessions.max_sessions must not be negative")
+        if self.ready < 0:
+            raise ConfigError("sessions.ready must not be negative")
