@@ -224,6 +224,7 @@ def become_session(request, fds):
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["home"])
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's reaper would take the code's children
     signal.signal(signal.SIGINT, interrupt_call)
     session_main(request)
 

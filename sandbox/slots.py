@@ -8,6 +8,9 @@ start-up. A server that is not root runs every jail as its own uid in one slot f
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import grp
 import logging
 import os
 import pwd
@@ -16,6 +19,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Iterator
 
 from sandbox.jail import Slot
 
@@ -31,41 +35,88 @@ def slot_user_name(prefix: str, index: int) -> str:
 
 
 def create_slot_users(prefix: str, count: int, scratch_root: Path, first_uid: int | None = None) -> list[str]:
-    """Creates the missing system users prefix0..prefix{count-1}; returns those created.
+    """Creates the missing system users prefix0..prefix{count-1}, each with a group of its
+    own; returns those created.
 
-    With first_uid, user i gets uid and gid first_uid + i (an image fixes them: the
-    node's kernel counts RLIMIT_NPROC per uid across containers, so slot uids must not
-    be the 999 and below that `useradd --system` picks, and other images use); without,
-    useradd chooses.
+    With first_uid, user i gets uid and gid first_uid + i (an image fixes them: the node's
+    kernel counts RLIMIT_NPROC per uid across containers, so slot uids must not be the 999
+    and below that `useradd --system` picks, and other images use); without, each gets the
+    lowest id from FIRST_FREE_ID up that no user or group has. The entries are appended to
+    /etc/passwd, /etc/group, /etc/shadow and /etc/gshadow in one pass under the lock that
+    `useradd` takes (a server with a thousand sessions needs a thousand users: `useradd`
+    takes seconds each).
     """
     if not running_as_root():
         raise PermissionError("creating sandbox users needs root")
-    created = []
-    for index in range(count):
-        name = slot_user_name(prefix, index)
-        home = str(scratch_root / name)
+    with account_files_locked():
+        users = {entry.pw_name: entry for entry in pwd.getpwall()}
+        taken = {entry.pw_uid for entry in users.values()} | {entry.gr_gid for entry in grp.getgrall()}
+        group_names = {entry.gr_name for entry in grp.getgrall()}
+        missing: list[tuple[str, int, str]] = []
+        next_free = FIRST_FREE_ID
+        for index in range(count):
+            name = slot_user_name(prefix, index)
+            home = str(scratch_root / name)
+            entry = users.get(name)
+            if entry is not None:
+                if first_uid is not None and entry.pw_uid != first_uid + index:
+                    log.warning("slot user %s exists with uid %d, not %d: kept", name, entry.pw_uid, first_uid + index)
+                if entry.pw_dir != home:
+                    subprocess.run(["usermod", "--home", home, name], check=True, capture_output=True)
+                continue
+            if first_uid is not None:
+                uid = first_uid + index
+                if uid in taken:
+                    raise ValueError(f"uid or gid {uid} for slot user {name} is taken")
+            else:
+                while next_free in taken:
+                    next_free += 1
+                uid = next_free
+            if name in group_names:
+                raise ValueError(f"a group named {name} exists without its slot user")
+            taken.add(uid)
+            missing.append((name, uid, home))
+        if missing:
+            append_accounts(missing)
+    return [name for name, _, _ in missing]
+
+
+FIRST_FREE_ID = 200000  # above ordinary users' ids and 65534 (nobody)
+ACCOUNT_LOCK = "/etc/.pwd.lock"
+
+
+@contextlib.contextmanager
+def account_files_locked() -> Iterator[None]:
+    """Holds the lock that shadow's tools (useradd, passwd) take on the account files."""
+    with open(ACCOUNT_LOCK, "a") as lock:
+        fcntl.lockf(lock, fcntl.LOCK_EX)
         try:
-            entry = pwd.getpwnam(name)
-            if first_uid is not None and entry.pw_uid != first_uid + index:
-                log.warning("slot user %s exists with uid %d, not %d: kept", name, entry.pw_uid, first_uid + index)
-            if entry.pw_dir != home:
-                subprocess.run(["usermod", "--home", home, name], check=True, capture_output=True)
+            yield
+        finally:
+            fcntl.lockf(lock, fcntl.LOCK_UN)
+
+
+def append_accounts(users: list[tuple[str, int, str]], etc: Path = Path("/etc")) -> None:
+    """Appends (name, uid = gid, home) system users, locked, with no shell, to the account
+    files in etc."""
+    days = int(time.time() // 86400)
+    lines = {
+        "group": [f"{name}:x:{uid}:" for name, uid, _ in users],
+        "gshadow": [f"{name}:!::" for name, _, _ in users],
+        "passwd": [f"{name}:x:{uid}:{uid}::{home}:/usr/sbin/nologin" for name, uid, home in users],
+        "shadow": [f"{name}:!:{days}::::::" for name, _, _ in users],
+    }
+    for name, entries in lines.items():
+        path = etc / name
+        if not path.exists():
             continue
-        except KeyError:
-            pass
-        if first_uid is None:
-            ids = ["--user-group"]
-        else:
-            uid = str(first_uid + index)
-            subprocess.run(["groupadd", "--system", "--gid", uid, name], check=True, capture_output=True)
-            ids = ["--uid", uid, "--gid", uid]
-        subprocess.run(
-            ["useradd", "--system", *ids, "--no-create-home", "--no-log-init",
-             "--home-dir", home, "--shell", "/usr/sbin/nologin", name],
-            check=True, capture_output=True,
-        )
-        created.append(name)
-    return created
+        with open(path, "r+") as accounts:
+            text = accounts.read()
+            if text and not text.endswith("\n"):
+                accounts.write("\n")
+            accounts.write("\n".join(entries) + "\n")
+            accounts.flush()
+            os.fsync(accounts.fileno())
 
 
 def discover_slots(prefix: str, count: int, scratch_root: Path, first: int = 0) -> list[Slot]:

@@ -196,13 +196,14 @@ def test_a_sessions_processes_share_its_memory_and_daemons_die_with_it(jail_clie
         daemon = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
                   "        while True: time.sleep(1)\n    os._exit(0)\n'started'")
         assert in_session(jail_client, session.session_id, daemon).python.value == "'started'"
-        assert len(processes_of_uid(uid)) >= 2
+        session_processes = set(processes_of_uid(uid))  # its jail's, its own, the daemon
+        assert len(session_processes) >= 2
     finally:
         jail_client.close_session(session.session_id)
     deadline = time.monotonic() + 10
-    while processes_of_uid(uid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_of_uid(uid) == [], "a process of the closed session survived"
+    while session_processes & set(processes_of_uid(uid)) and time.monotonic() < deadline:
+        time.sleep(0.1)  # the slot's uid may already hold the jail of a session made ahead
+    assert not session_processes & set(processes_of_uid(uid)), "a process of the closed session survived"
 
 
 def test_a_sessions_home_is_capped_like_a_calls(jail_client):
@@ -261,10 +262,13 @@ def test_cancelled_open_sessions_leave_nothing_behind(server, client):
     before = server_descriptors(server)
     with grpc.insecure_channel(server.target) as channel:
         stub = pb_grpc.ToolServerStub(channel)
-        for _ in range(8):
-            with pytest.raises(grpc.RpcError) as info:
-                stub.OpenSession(pb.OpenSessionRequest(), timeout=0.3)
-            assert info.value.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        for _ in range(8):  # a session made ahead is handed over in milliseconds: some opens may finish
+            try:
+                opened = stub.OpenSession(pb.OpenSessionRequest(), timeout=0.005)
+            except grpc.RpcError as exc:
+                assert exc.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
+            else:
+                client.close_session(opened.session_id)
     sessions = []
     deadline = time.monotonic() + 60
     while len(sessions) < 2 and time.monotonic() < deadline:  # orphans close as soon as they are up
@@ -277,7 +281,9 @@ def test_cancelled_open_sessions_leave_nothing_behind(server, client):
     finally:
         for session in sessions:
             client.close_session(session.session_id)
-    time.sleep(1)
+    deadline = time.monotonic() + 60
+    while server_descriptors(server) > before + 4 and time.monotonic() < deadline:
+        time.sleep(0.5)  # the closed sessions' slots are made ready again
     assert server_descriptors(server) <= before + 4
 
 

@@ -137,5 +137,5 @@ def test_the_sandbox_runs_on_the_python_tools_runtime():
     assert (spec.interpreter, spec.huge_pages, spec.start_timeout_s) == ("/usr/bin/python3", False, 7.0)
     assert spec.guard is None and spec.preload == ()  # the jail alone, as the self-test proves it
     jails = python_jails(settings)
-    assert jails.worker.interpreter == jails.kernel.interpreter == "/usr/bin/python3"
-    assert jails.kernel.start_timeout_s == 9.0 and jails.slim_worker.reroute_outside_stdlib
+    assert jails.worker.interpreter == jails.session.interpreter == "/usr/bin/python3"
+    assert jails.session.start_timeout_s == 9.0 and jails.slim_worker.reroute_outside_stdlib

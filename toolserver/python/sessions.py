@@ -174,7 +174,7 @@ class SessionManager:
             await self._slot_returned.wait()
         if not self.free_slots:
             raise Exhausted(f"session limit reached ({self.max_sessions} open)")
-        slot = self.free_slots.pop()
+        slot = self.free_slots.pop(0)  # the longest free: a closed session's uid is not the next one's
         jail: SessionJail | None = None
         async with self._makers:
             loop = asyncio.get_running_loop()
