@@ -22,6 +22,8 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import signal
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,28 @@ class MemoryCgroup:
             except OSError as exc:
                 if exc.errno != errno.ESRCH:
                     raise
+
+    def pids(self) -> list[int]:
+        """The processes in this cgroup now."""
+        try:
+            return [int(line) for line in (self.path / "cgroup.procs").read_text().split()]
+        except FileNotFoundError:
+            return []
+
+    def kill_all(self, rounds: int = 50) -> bool:
+        """SIGKILLs every process in this cgroup until none is left (a process cannot leave
+        it: the hierarchy is root's); returns whether it emptied."""
+        for _ in range(rounds):
+            pids = self.pids()
+            if not pids:
+                return True
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.005)
+        return not self.pids()
 
     def set_limit_mb(self, megabytes: int) -> None:
         """Caps the memory charged to this cgroup (0: no cap); the kernel reclaims what it

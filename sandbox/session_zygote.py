@@ -282,10 +282,19 @@ def text_streams():
 
 
 def session_main(request):
-    start = read_frame(CONTROL_FD)  # the host has moved this process into the slot's cgroup
-    if start is None:
+    if read_frame(CONTROL_FD) is None:  # the go: the host has moved this process into the slot's cgroup
         return
     SESSION_CONFIG["confine"].apply()
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = main
+    sys.argv = [""]
+    sys.path[0:0] = [""]
+    text_streams()
+    write_all(CONTROL_FD, frame({"waiting": True}))
+    start = read_frame(CONTROL_FD)  # a caller's OpenSession
+    if start is None:
+        return
     if start.get("memory_mb"):
         limit = vm_size_bytes() + start["memory_mb"] * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -296,12 +305,6 @@ def session_main(request):
             module.load_before_removal()
         module.install_guard(guard["allowed"], guard["denied"], (request["home"], "/tmp", "/var/tmp", "/dev/shm"),
                              guard["refuse_actions"])
-    main = types.ModuleType("__main__")
-    main.__dict__["__builtins__"] = __builtins__
-    sys.modules["__main__"] = main
-    sys.argv = [""]
-    sys.path[0:0] = [""]
-    text_streams()
     write_all(CONTROL_FD, frame({"serving": True, "pid": os.getpid(), "uid": os.getuid()}))
     number = 0
     while True:

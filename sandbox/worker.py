@@ -278,6 +278,9 @@ class JailedProcess:
             except asyncio.TimeoutError:
                 log.error("%s %s (pid %d) did not exit after SIGKILL", self.label, self.slot.name, process.pid)
         await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, self.slot)
+        self.stop_watching()
+
+    def stop_watching(self) -> None:
         if self._stderr_task is not None:
             self._stderr_task.cancel()
             self._stderr_task = None

@@ -241,7 +241,7 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
         raise_open_files(open_files_wanted(len(session_slots)))
         sessions = SessionManager(jails.session, session_slots, max_sessions=settings.sessions.max_sessions,
                                   ready=settings.sessions.ready, idle_timeout_s=settings.sessions.idle_timeout_s,
-                                  max_message_text=settings.limits.max_output_bytes, cgroups=context.cgroups)
+                                  memory_mb=settings.sessions.memory_mb, cgroups=context.cgroups)
         stack.push_async_callback(sessions.shutdown)
         await sessions.start()
         await verify_session_jail(sessions, state, python.import_profile)

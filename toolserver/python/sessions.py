@@ -46,6 +46,13 @@ class ReadySession:
     jail: SessionJail | None
     process: SessionProcess
     cgroup: MemoryCgroup | None
+    base_mb: int = 0    # what its cgroup held when it was made: the warm process and its jail
+    oom_kills: int = 0  # its cgroup's OOM kills by then
+
+    def cap_memory(self, memory_mb: int) -> None:
+        """Lets the session's processes add memory_mb (0: no cap) to what they held when made."""
+        if self.cgroup is not None:
+            self.cgroup.set_limit_mb(self.base_mb + memory_mb if memory_mb else 0)
 
 
 @dataclass
@@ -102,14 +109,14 @@ class SessionCounts:
 
 class SessionManager:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_sessions: int, ready: int, idle_timeout_s: int,
-                 max_message_text: int, cgroups: MemoryCgroups | None = None, makers: int = 2) -> None:
+                 memory_mb: int, cgroups: MemoryCgroups | None = None, makers: int = 2) -> None:
         self.spec = spec  # toolserver.python.jails.session_spec
         self.zygote = SessionZygote(spec)
         self.free_slots = list(slots)
         self.max_sessions = min(max_sessions, len(slots))
         self.ready_target = min(ready, self.max_sessions)
         self.idle_timeout_s = idle_timeout_s
-        self.max_message_text = max_message_text
+        self.default_memory_mb = memory_mb
         self.sessions: dict[str, Session] = {}
         self.ready: list[ReadySession] = []
         self.counts = SessionCounts()
@@ -119,8 +126,11 @@ class SessionManager:
         self._releasing = 0
         self._slot_returned = asyncio.Event()
         self._made_one = asyncio.Event()  # a session made ahead is ready, or failed
+        self._no_opening = asyncio.Event()  # no OpenSession in flight: sessions may be made ahead
+        self._no_opening.set()
         self._opening = 0
         self._opening_by: dict[str, int] = {}
+        self._open_by: dict[str, int] = {}
         self._closed = False
         self._reaper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
@@ -155,6 +165,7 @@ class SessionManager:
 
     async def _make_ready(self) -> None:
         try:
+            await self._no_opening.wait()  # a burst of opens has the CPU first
             made = await self._make()
         except (Unavailable, Exhausted) as exc:
             log.warning("a ready session could not be made: %s", exc)
@@ -185,14 +196,27 @@ class SessionManager:
                     jail = SessionJail(slot, cgroup)
                     await jail.launch(self.spec, "session jail", HOLDER_SOURCE, {})
                 process = await make_session_process(self.zygote, slot, jail, cgroup)
-            except (WorkerLost, OSError) as exc:
+                try:
+                    async with asyncio.timeout(self.spec.start_timeout_s):
+                        await process.send({"go": True})
+                        ready = await process.receive()
+                    if not ready.get("waiting"):
+                        raise WorkerLost(f"the session did not get ready: {ready!r}")
+                except (WorkerLost, TimeoutError):
+                    process.close()
+                    raise
+            except (WorkerLost, OSError, TimeoutError) as exc:
                 self.counts.failed += 1
                 if jail is not None:
                     await jail.kill()
                 await self._release_slot(slot)
                 raise Unavailable(f"a session could not be made: {exc}") from exc
+        made = ReadySession(slot, jail, process, cgroup)
+        if cgroup is not None:  # the usual cap set ahead: OpenSession changes it only when asked for another
+            made.base_mb, made.oom_kills = cgroup.usage_mb(), cgroup.oom_kills()
+            made.cap_memory(self.default_memory_mb)
         self.counts.made += 1
-        return ReadySession(slot, jail, process, cgroup)
+        return made
 
     async def _take_ready(self) -> ReadySession:
         """A ready session; else one made now on a free slot, or the next one made ahead."""
@@ -204,6 +228,7 @@ class SessionManager:
                 self._spawn(self._destroy(made))
             if self.free_slots or self._releasing or not self._making:
                 return await self._make()
+            self._no_opening.set()  # this open waits on the sessions being made ahead
             self._made_one.clear()
             await self._made_one.wait()
 
@@ -216,15 +241,19 @@ class SessionManager:
             raise Unavailable("server is shutting down")
         if self.unavailable:
             raise Unavailable(f"sessions are not served: {self.unavailable}")
-        for dead in [s for s in self.sessions.values() if not s.alive and not s.lock.locked()]:
-            await self._end(dead)  # a session whose process died holds no place under the caps
+        if len(self.sessions) + self._opening >= self.max_sessions or \
+                (max_for_owner and self._held_by(owner) >= max_for_owner):
+            for dead in [s for s in self.sessions.values() if not s.alive and not s.lock.locked()]:
+                await self._end(dead)  # a session whose process died holds no place under the caps
         if max_for_owner and self._held_by(owner) >= max_for_owner:
             raise Exhausted(f"caller {owner!r} holds {max_for_owner} sessions, the most its policy allows")
         if len(self.sessions) + self._opening >= self.max_sessions:
             raise Exhausted(f"session limit reached ({self.max_sessions} open)")
         self._opening += 1
+        self._no_opening.clear()
         self._opening_by[owner] = self._opening_by.get(owner, 0) + 1
-        guard = None if self.spec.guard is None else self.spec.guard.profiles[profile].config()
+        rules = None if self.spec.guard is None else self.spec.guard.profiles[profile]
+        guard = None if rules is None or rules.refuses_nothing() else rules.config()
         start = asyncio.get_running_loop().create_task(self._open(owner, memory_mb, guard))
         try:
             return await asyncio.shield(start)
@@ -242,25 +271,25 @@ class SessionManager:
                 raise
         finally:
             self._opening -= 1
+            if not self._opening:
+                self._no_opening.set()
             self._opening_by[owner] -= 1
             self._refill()
         self.sessions[session.session_id] = session
+        self._open_by[owner] = self._open_by.get(owner, 0) + 1
         self.counts.opened += 1
         return session
 
     async def _start(self, made: ReadySession, owner: str, memory_mb: int, guard: dict[str, Any] | None) -> Session:
         process = made.process
-        cgroup = made.cgroup
-        session = Session(uuid.uuid4().hex, made, self.idle_timeout_s, memory_mb, owner,
-                          oom_kills=cgroup.oom_kills() if cgroup is not None else 0)
+        session = Session(uuid.uuid4().hex, made, self.idle_timeout_s, memory_mb, owner, oom_kills=made.oom_kills)
         try:
+            made.cap_memory(memory_mb)
             async with asyncio.timeout(self.spec.start_timeout_s):
                 await process.send({"memory_mb": memory_mb, "guard": guard})
                 serving = await process.receive()
             if not serving.get("serving"):
                 raise WorkerLost(f"the session did not serve: {serving!r}")
-            if cgroup is not None:  # what its code may add to the warm process
-                cgroup.set_limit_mb(cgroup.usage_mb() + memory_mb if memory_mb else 0)
         except (WorkerLost, TimeoutError, OSError) as exc:
             raise Unavailable(f"the session did not start: {exc!r}") from exc
         return session
@@ -276,7 +305,7 @@ class SessionManager:
         task.add_done_callback(self._background.discard)
 
     def _held_by(self, owner: str) -> int:
-        return self._opening_by.get(owner, 0) + sum(1 for s in self.sessions.values() if s.owner == owner)
+        return self._opening_by.get(owner, 0) + self._open_by.get(owner, 0)
 
     def get(self, session_id: str, owner: str = "") -> Session:
         """The owner's session; another caller's session is NOT_FOUND, as an unknown one."""
@@ -295,6 +324,9 @@ class SessionManager:
             return
         session.closed = True
         self.sessions.pop(session.session_id, None)
+        self._open_by[session.owner] -= 1
+        if not self._open_by[session.owner]:
+            del self._open_by[session.owner]
         self.counts.closed += 1
         self.counts.evicted += evicted
         session.process.close()
@@ -303,9 +335,11 @@ class SessionManager:
 
     async def _destroy(self, made: ReadySession, released: bool = False) -> None:
         made.process.close()
+        emptied = False
         try:
             if made.jail is not None:
                 await made.jail.kill()
+                emptied = made.cgroup is not None
             if made.cgroup is not None:
                 made.cgroup.set_limit_mb(0)
         except OSError as exc:
@@ -313,12 +347,14 @@ class SessionManager:
         finally:
             if released:
                 self._releasing -= 1
-            await self._release_slot(made.slot)
+            await self._release_slot(made.slot, emptied)
 
-    async def _release_slot(self, slot: Slot) -> None:
+    async def _release_slot(self, slot: Slot, emptied: bool = False) -> None:
+        """Gives slot back once nothing runs as its uid (emptied: its jail's kill saw to it)."""
         self._releasing += 1
         try:
-            await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, slot)
+            if not emptied:
+                await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, slot)
             self.free_slots.append(slot)
         finally:
             self._releasing -= 1
