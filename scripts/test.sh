@@ -3,8 +3,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLSERVER_EXTRAS="${TOOLSERVER_EXTRAS:-dev,http,mcp,dense,trainer,hf,verl,trl,skyrl}" bash "$ROOT/scripts/setup.sh"
-# Twice the slot users a server uses: tests run servers side by side, and one of them grows onto 50 slots.
-if [ "$(id -u)" -eq 0 ]; then "${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin/toolserver" setup-sandbox --slots 128; fi
+# The slot users of the default config (320): tests run servers side by side on ranges of them.
+if [ "$(id -u)" -eq 0 ]; then "${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin/toolserver" setup-sandbox; fi
 # podman, runc and debootstrap for tests/container/ (marker container), which build the image themselves.
 if [ "$(id -u)" -eq 0 ]; then bash "$ROOT/deploy/build-local.sh" --tools; fi
 cd "$ROOT"

@@ -57,7 +57,7 @@ class DefaultLimits:
 class SandboxSettings:
     firejail: str = "firejail"
     user_prefix: str = "tsbox"        # slot users tsbox0..; made by `toolserver setup-sandbox`
-    slots: int = 64                   # slot users this server uses: workers + self-test + sessions,
+    slots: int = 320                  # slot users this server uses: workers + self-test + sessions,
                                       # then up to lean.max_repls Lean REPLs from what is left
     first_slot: int = 0               # index of its first slot user: servers sharing a host
                                       # must use disjoint ranges (each kills its slots' processes)

@@ -13,7 +13,7 @@ from toolserver.settings import load_settings
 from toolserver.errors import ConfigError
 from toolserver.fronts.http_listener import connection_budget
 try:
-    print(connection_budget(load_settings(**{"http.max_connections": 1024, "sandbox.slots": 64})))
+    print(connection_budget(load_settings(**{"http.max_connections": 1024, "sandbox.slots": 64, "sessions.max_sessions": 4})))
 except ConfigError as exc:
     print(exc)
 """

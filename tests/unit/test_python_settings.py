@@ -11,17 +11,21 @@ from toolserver.settings import load_settings
 from toolserver.v1 import toolserver_pb2 as pb
 
 
+SMALL = {"sandbox.slots": 64, "sessions.max_sessions": 4}  # a server with few sessions
+
 def extra_slots(overrides: dict) -> int:
-    settings = load_settings(**overrides)
+    settings = load_settings(**{**SMALL, **overrides})
     return settings.python.extra_worker_slots(settings)
 
 
 def test_slots_must_cover_workers():
     with pytest.raises(ConfigError, match="sandbox.slots"):
-        load_settings(**{"python.workers": 30})
+        load_settings(**SMALL, **{"python.workers": 30})
     with pytest.raises(ConfigError, match="sandbox.slots"):
-        load_settings(**{"python.workers": 20, "python.slim_workers": 20, "python.scientific_workers": 20})
-    python = load_settings(**{"python.workers": 59, "python.slim": False, "python.scientific": False}).python
+        load_settings(**SMALL, **{"python.workers": 20, "python.slim_workers": 20, "python.scientific_workers": 20})
+    with pytest.raises(ConfigError, match="sessions 256"):
+        load_settings(**{"sandbox.slots": 64})
+    python = load_settings(**SMALL, **{"python.workers": 59, "python.slim": False, "python.scientific": False}).python
     assert python.slim_count() == 0 and python.scientific_count() == 0
 
 
@@ -34,7 +38,7 @@ def test_worker_slots_count_every_worker_class_and_the_self_test():
 
 def test_pools_grow_onto_the_slots_nothing_else_takes(monkeypatch):
     monkeypatch.setattr(python_settings, "machine_memory_mb", lambda: 24 * 1024)
-    settings = load_settings(None, **{"python.workers": 4, "cpp.workers": 3})  # 13: 12 workers and the self-test
+    settings = load_settings(None, **SMALL, **{"python.workers": 4, "cpp.workers": 3})  # 13: 12 workers and the self-test
     # minus the sessions, the Lean REPLs, the C++ workers and the bash one
     assert settings.python.extra_worker_slots(settings) == 64 - 13 - 4 - 2 - 3 - 1
     assert extra_slots({"python.workers": 4, "lean.enabled": False, "cpp.enabled": False,

@@ -36,6 +36,7 @@ from toolserver.errors import Exhausted, NotFound, Unavailable
 log = logging.getLogger(__name__)
 
 INTERRUPT_GRACE_S = 3.0
+QUIET_S = 0.1  # sessions are made ahead once OpenSession and CloseSession have been quiet this long
 
 
 @dataclass
@@ -126,8 +127,8 @@ class SessionManager:
         self._releasing = 0
         self._slot_returned = asyncio.Event()
         self._made_one = asyncio.Event()  # a session made ahead is ready, or failed
-        self._no_opening = asyncio.Event()  # no OpenSession in flight: sessions may be made ahead
-        self._no_opening.set()
+        self._last_request = 0.0  # when the last OpenSession or CloseSession came
+        self._starved = 0  # OpenSessions waiting for a session being made
         self._opening = 0
         self._opening_by: dict[str, int] = {}
         self._open_by: dict[str, int] = {}
@@ -165,7 +166,7 @@ class SessionManager:
 
     async def _make_ready(self) -> None:
         try:
-            await self._no_opening.wait()  # a burst of opens has the CPU first
+            await self._quiet()
             made = await self._make()
         except (Unavailable, Exhausted) as exc:
             log.warning("a ready session could not be made: %s", exc)
@@ -218,6 +219,12 @@ class SessionManager:
         self.counts.made += 1
         return made
 
+    async def _quiet(self) -> None:
+        """Until no OpenSession or CloseSession has come for QUIET_S, or an OpenSession waits
+        for a session being made: a burst has the CPU (making a session forks twice) first."""
+        while not self._starved and (self._opening or time.monotonic() - self._last_request < QUIET_S):
+            await asyncio.sleep(QUIET_S)
+
     async def _take_ready(self) -> ReadySession:
         """A ready session; else one made now on a free slot, or the next one made ahead."""
         while True:
@@ -228,9 +235,12 @@ class SessionManager:
                 self._spawn(self._destroy(made))
             if self.free_slots or self._releasing or not self._making:
                 return await self._make()
-            self._no_opening.set()  # this open waits on the sessions being made ahead
+            self._starved += 1  # this open waits on the sessions being made ahead
             self._made_one.clear()
-            await self._made_one.wait()
+            try:
+                await self._made_one.wait()
+            finally:
+                self._starved -= 1
 
     # ---- open, call, close
 
@@ -250,7 +260,7 @@ class SessionManager:
         if len(self.sessions) + self._opening >= self.max_sessions:
             raise Exhausted(f"session limit reached ({self.max_sessions} open)")
         self._opening += 1
-        self._no_opening.clear()
+        self._last_request = time.monotonic()
         self._opening_by[owner] = self._opening_by.get(owner, 0) + 1
         rules = None if self.spec.guard is None else self.spec.guard.profiles[profile]
         guard = None if rules is None or rules.refuses_nothing() else rules.config()
@@ -271,8 +281,6 @@ class SessionManager:
                 raise
         finally:
             self._opening -= 1
-            if not self._opening:
-                self._no_opening.set()
             self._opening_by[owner] -= 1
             self._refill()
         self.sessions[session.session_id] = session
@@ -315,6 +323,7 @@ class SessionManager:
         return session
 
     async def close(self, session_id: str, owner: str = "") -> None:
+        self._last_request = time.monotonic()
         await self._end(self.get(session_id, owner))
 
     async def _end(self, session: Session, evicted: bool = False) -> None:
