@@ -272,7 +272,7 @@ class ToolClient(ToolClientBase):
             return self.stub.GetServerInfo(pb.ServerInfoRequest(), **self._call_options())
 
     def open_session(self, *, memory_mb: int = 0) -> pb.Session:
-        """A new session; memory_mb: what its code may add to the warm kernel (0: the
+        """A new session; memory_mb: what its code may add to the warm process (0: the
         server's default)."""
         with translated_errors():
             session = self.stub.OpenSession(pb.OpenSessionRequest(limits=pb.Limits(memory_mb=memory_mb)),

@@ -1,8 +1,11 @@
-"""Stateful sessions: Jupyter kernels in the jail, over gRPC."""
+"""Stateful sessions: processes forked into jails made ahead, over gRPC."""
 
 from __future__ import annotations
 
+import os
+import re
 import time
+import urllib.request
 
 import grpc
 import pytest
@@ -95,3 +98,159 @@ def test_session_input_past_stdin_is_eof(client):
     assert response.outcome == pb.OK, response
     assert response.python.value == "'only line then EOF'"
     client.stub.CloseSession(pb.CloseSessionRequest(session_id=session.session_id), timeout=30)
+
+
+def metric(server: RunningServer, name: str) -> float:
+    text = urllib.request.urlopen(server.metrics_url(), timeout=10).read().decode()
+    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    assert found, f"no metric {name}"
+    return float(found.group(1))
+
+
+@pytest.fixture(scope="module")
+def sessions_server(tmp_path_factory):
+    server = RunningServer(tmp_path_factory.mktemp("sessions"), workers=1, sessions=3,
+                           config="[sessions]\nready = 2\nidle_timeout_s = 4\n")
+    yield server
+    server.stop()
+
+
+ISOLATION_PROBE = """
+import os
+facts = {"uid": os.getuid(), "home": os.getcwd(), "pid": os.getpid()}
+visible = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+facts["uids"] = sorted({int(open(f"/proc/{pid}/status").read().split("Uid:")[1].split()[0]) for pid in visible
+                        if os.path.exists(f"/proc/{pid}/status")})
+facts["tmp"] = sorted(os.listdir("/tmp")) + sorted(os.listdir("/dev/shm"))
+facts
+"""
+
+
+def test_sessions_are_isolated_from_each_other(sessions_server):
+    with sessions_server.client() as client:
+        first, second = client.open_session(), client.open_session()
+        try:
+            mark = ("import subprocess\nopen('secret.txt', 'w').write('first')\nopen('/tmp/first_tmp', 'w').close()\n"
+                    "open('/dev/shm/first_shm', 'w').close()\nsleeper = subprocess.Popen(['sleep', '60'])\n'marked'")
+            assert client.run_python(mark, session_id=first.session_id).python.value == "'marked'"
+            a = eval(client.run_python(ISOLATION_PROBE, session_id=first.session_id).python.value)
+            b = eval(client.run_python(ISOLATION_PROBE, session_id=second.session_id).python.value)
+            assert 0 not in (a["uid"], b["uid"]) and a["uid"] != b["uid"] and a["home"] != b["home"]
+            assert b["uids"] == [b["uid"]], "another uid's process is visible in a session"  # its own pid namespace
+            assert "first_tmp" in a["tmp"] and "first_shm" in a["tmp"]
+            assert not {"first_tmp", "first_shm"} & set(b["tmp"])  # /tmp and /dev/shm are each jail's own
+            peek = (f"import os\nresults = []\nfor path in ({a['home']!r} + '/secret.txt', '/proc/1/root/tmp/first_tmp'):\n"
+                    "    try:\n        results.append(open(path).read())\n"
+                    "    except OSError as exc:\n        results.append(type(exc).__name__)\nresults")
+            assert "first" not in client.run_python(peek, session_id=second.session_id).python.value
+            hog = client.run_python("big = bytearray(3 * 1024**3)", session_id=first.session_id, timeout_ms=30000)
+            assert hog.outcome == pb.MEMORY_LIMIT  # its own cap: the other session keeps its room
+            fits = client.run_python("room = bytearray(200 << 20)\nlen(room) >> 20", session_id=second.session_id,
+                                     timeout_ms=30000)
+            assert fits.python.value == "200", fits
+            assert client.run_python("open('secret.txt').read()", session_id=first.session_id).python.value == "'first'"
+        finally:
+            client.close_session(first.session_id)
+            client.close_session(second.session_id)
+
+
+def test_a_session_runs_programs_as_python3_does(sessions_server):
+    with sessions_server.client() as client:
+        session = client.open_session()
+        try:
+            warm = client.run_python("import sys\n[name in sys.modules for name in ('numpy', 'sympy')]",
+                                     session_id=session.session_id)
+            assert warm.python.value == "[True, True]"  # the workers' preloads, imported before the first call
+            pool = ("from multiprocessing import Pool\ndef square(n):\n    return n * n\n"
+                    "with Pool(2) as pool:\n    squares = pool.map(square, range(5))\nsquares")
+            assert client.run_python(pool, session_id=session.session_id).python.value == "[0, 1, 4, 9, 16]"
+            mixed = client.run_python("import sys\nprint('out')\nprint('err', file=sys.stderr)\nraise SystemExit(3)",
+                                      session_id=session.session_id)
+            assert (mixed.stdout, mixed.stderr, mixed.python.exit_code) == ("out\n", "err\n", 3)
+            assert mixed.outcome == pb.ERROR
+            failed = client.run_python("def f():\n    return 1 / 0\nf()", session_id=session.session_id)
+            assert failed.outcome == pb.ERROR and "return 1 / 0" in failed.stderr and "ZeroDivisionError" in failed.stderr
+            assert client.run_python("f.__name__, __name__", session_id=session.session_id).python.value == \
+                "('f', '__main__')"
+        finally:
+            client.close_session(session.session_id)
+
+
+def test_a_session_whose_process_dies_is_closed_and_its_place_freed(sessions_server):
+    with sessions_server.client() as client:
+        sessions = [client.open_session() for _ in range(3)]
+        died = client.run_python("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)",
+                                 session_id=sessions[0].session_id)
+        assert died.outcome == pb.CRASHED and "closed" in died.error
+        with pytest.raises(NotFound):
+            client.run_python("1", session_id=sessions[0].session_id)
+        replacement = client.open_session()  # the dead session's place is free at once
+        assert client.run_python("6 * 7", session_id=replacement.session_id).python.value == "42"
+        for session in [*sessions[1:], replacement]:
+            client.close_session(session.session_id)
+
+
+def test_the_sessions_of_a_vanished_client_are_evicted(sessions_server):
+    evicted = metric(sessions_server, "toolserver_sessions_evicted")
+    with sessions_server.client() as client:
+        left = [client.open_session().session_id for _ in range(2)]  # never closed: the client goes away
+    deadline = time.monotonic() + 30
+    while metric(sessions_server, "toolserver_sessions_open") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert metric(sessions_server, "toolserver_sessions_open") == 0
+    assert metric(sessions_server, "toolserver_sessions_evicted") >= evicted + 2
+    assert not any(sessions_server.session_is_open(session_id) for session_id in left)
+    with sessions_server.client() as client:
+        assert len([client.open_session() for _ in range(3)]) == 3  # every place is free again
+
+
+def descendants_of(pid: int) -> list[int]:
+    parents = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                parents[int(name)] = int(open(f"/proc/{name}/stat").read().rpartition(")")[2].split()[1])
+            except OSError:
+                continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return sorted(found)
+
+
+@pytest.mark.slow
+def test_a_thousand_opens_and_closes_leave_nothing_behind(tmp_path):
+    server = RunningServer(tmp_path, workers=1, sessions=4, config="[sessions]\nready = 4\n")
+    try:
+        pid = server.process.pid
+        with server.client() as client:
+            def cycle() -> None:
+                session = client.open_session()
+                assert client.run_python("x = 1\nx + 1", session_id=session.session_id).python.value == "2"
+                client.close_session(session.session_id)
+
+            for _ in range(50):
+                cycle()
+            time.sleep(3)
+            descriptors, rss, processes = (len(os.listdir(f"/proc/{pid}/fd")), server_rss_mb(pid),
+                                           len(descendants_of(pid)))
+            for _ in range(950):
+                cycle()
+            deadline = time.monotonic() + 60
+            while metric(server, "toolserver_sessions_ready") < 4 and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert metric(server, "toolserver_sessions_opened") >= 1000
+            assert metric(server, "toolserver_sessions_make_failures") == 0
+            assert len(os.listdir(f"/proc/{pid}/fd")) <= descriptors + 4
+            assert len(descendants_of(pid)) <= processes + 2  # no zombie or stray jail
+            assert server_rss_mb(pid) - rss < 40
+    finally:
+        server.stop()
+
+
+def server_rss_mb(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")

@@ -18,6 +18,7 @@ client of test_verl_agent_loop.py.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import textwrap
 import time
@@ -29,6 +30,7 @@ import pytest
 
 from tests.conftest import RunningServer
 from tests.integration.test_metrics import scrape
+from toolclient.client import NotFound
 
 ROLLOUTS = 64
 COUNTER = 'n = n + 1 if "n" in globals() else 1\nprint(n)'  # 1, 2, ... in one session
@@ -57,7 +59,20 @@ def assert_one_session_per_rollout_all_closed(server: RunningServer, before: dic
     assert after["closed"] - before["closed"] == ROLLOUTS  # ... and each was closed
     assert after["evicted"] == before["evicted"]  # by the adapter, not the idle timeout
     assert after["open"] == 0
-    assert not any(server.session_is_open(session_id) for session_id in session_ids[:8])
+    assert not any(still_open(server, session_ids))
+
+
+def still_open(server: RunningServer, session_ids: list[str]) -> list[str]:
+    """Those of session_ids in which a call still runs (NOT_FOUND once closed)."""
+    found = []
+    with server.client() as client:
+        for session_id in session_ids:
+            try:
+                client.run_python("1", session_id=session_id)
+            except NotFound:
+                continue
+            found.append(session_id)
+    return found
 
 
 # ---- TRL
@@ -68,7 +83,7 @@ def test_a_grpo_step_of_64_rollouts_gets_64_sessions_and_closes_them(batch_serve
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from tests.integration.test_trl import TOOL_CALL, scripted_policy, split_by_mask
+    from tests.integration.test_trl import scripted_policy, split_by_mask
     from toolclient.integrations.trl import PythonSessions
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental in TRL 1.16
@@ -86,7 +101,10 @@ def test_a_grpo_step_of_64_rollouts_gets_64_sessions_and_closes_them(batch_serve
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": f"What is {i} * 7? Use python."}]
                                             for i in range(prompts)]})
     factory = PythonSessions(target=batch_server.target, timeout_s=120)
-    trainer = GRPOTrainer(model=model, reward_funcs=lambda completions, **_: [0.0] * len(completions), args=args,
+    def no_reward(completions: list, **kwargs: Any) -> list[float]:
+        return [0.0] * len(completions)
+
+    trainer = GRPOTrainer(model=model, reward_funcs=no_reward, args=args,
                           train_dataset=dataset, processing_class=tokenizer, environment_factory=factory)
     batches = []
     compute_loss = trainer.compute_loss
@@ -133,7 +151,7 @@ def verl_worker(server: RunningServer, tmp_path: Path):
     tokenizer.save_pretrained(model_dir)
     Qwen2Config(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                 num_attention_heads=2, num_key_value_heads=1, eos_token_id=tokenizer.convert_tokens_to_ids(END),
-                pad_token_id=tokenizer.pad_token_id).save_pretrained(model_dir)
+                pad_token_id=tokenizer.pad_token_id, architectures=["Qwen2ForCausalLM"]).save_pretrained(model_dir)
     tools = tmp_path / "tools.yaml"
     tools.write_text(textwrap.dedent(f"""\
         tools:
@@ -150,24 +168,32 @@ def verl_worker(server: RunningServer, tmp_path: Path):
     rollout.multi_turn.update(enable=True, format="hermes", max_assistant_turns=4, max_tool_response_length=2000,
                               tool_config_path=str(tools))
     rollout.agent.update(agent_loop_config_path=str(loops), default_agent_loop="toolserver_tool_agent")
-    return AgentLoopWorker(config, ScriptedLLM(tokenizer)), tokenizer
+    return AgentLoopWorker(config, ScriptedLLM(tokenizer, server))
 
 
 class ScriptedLLM:
     """verl's LLM server client for every trajectory at once: a turn after fewer than two
-    tool answers calls the counter, the next one ends the trajectory."""
+    tool answers calls the counter; the next one waits until every trajectory of the batch
+    has reached it (so all their sessions are open at once, counted in open_at_once), then
+    ends the trajectory."""
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer, server: RunningServer) -> None:
         from tests.chat_tokenizer import END
 
         self.tokenizer = tokenizer
+        self.server = server
         call = "<tool_call>\n" + json.dumps({"name": "python", "arguments": {"code": COUNTER}}) + "\n</tool_call>"
         self.call, self.done = call + END, "Done." + END
+        self.all_called = asyncio.Barrier(ROLLOUTS)
+        self.open_at_once = 0.0
 
     async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, **kwargs):
         from verl.workers.rollout.replica import TokenOutput
 
         answers = self.tokenizer.decode(prompt_ids).count("<tool_response>")
+        if answers >= 2:
+            if await asyncio.wait_for(self.all_called.wait(), 120) == 0:
+                self.open_at_once = session_counts(self.server)["open"]
         text = self.call if answers < 2 else self.done
         return TokenOutput(token_ids=self.tokenizer.encode(text, add_special_tokens=False))
 
@@ -182,14 +208,15 @@ async def test_a_verl_batch_of_64_trajectories_gets_64_sessions_and_closes_them(
     started = time.monotonic()
     before = session_counts(batch_server)
     assert before["open"] == 0
-    worker, tokenizer = verl_worker(batch_server, tmp_path)
+    worker = verl_worker(batch_server, tmp_path)
+    tokenizer, model = worker.tokenizer, worker.llm_client
     prompts = [[{"role": "user", "content": f"What is {i} * 7? Use python."}] for i in range(8)]
     raw = np.empty(ROLLOUTS, dtype=object)
     raw[:] = [prompt for prompt in prompts for _ in range(ROLLOUTS // len(prompts))]  # n = 8 per prompt
     batch = DataProto.from_dict(non_tensors={"raw_prompt": raw,
                                              "index": np.repeat(np.arange(len(prompts)), ROLLOUTS // len(prompts))})
     output = await worker.generate_sequences(batch)  # every trajectory at once, as verl runs them
-    assert len(output) == ROLLOUTS
+    assert len(output) == ROLLOUTS and model.open_at_once == ROLLOUTS  # all 64 held at once
     for responses, mask in zip(output.batch["responses"], output.batch["response_mask"], strict=True):
         answers = tokenizer.decode(responses[(mask == 0) & (responses != tokenizer.pad_token_id)])
         assert answers.count("stdout:\n1\n") == 1 and answers.count("stdout:\n2\n") == 1, answers
