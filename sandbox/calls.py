@@ -55,7 +55,7 @@ class CallRequest:
 @dataclass
 class CallReply:
     """How one call ended: the zygote's answer, or one the host makes in its place (a
-    session's kernel, a worker lost). The scheduler adds the time it waited."""
+    session's process, a worker lost). The scheduler adds the time it waited."""
 
     id: str                 # the request's; "" where the answer is no zygote's (a session's call)
     outcome: str            # OK, ERROR, TIMEOUT, MEMORY_LIMIT, DENIED, CRASHED, INVALID, or REROUTE

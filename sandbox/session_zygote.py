@@ -18,10 +18,11 @@ jail's own seccomp filters (the files firejail compiled for that jail, as `firej
 does). It is then a process of that jail in every way the kernel checks, forked from a warm
 interpreter: numpy and sympy are imported, its pages shared with the zygote until written.
 
-The child then waits for its start frame (the host has moved it into the slot's memory
-cgroup by then): it applies the jail's seccomp layer (`sandbox/confine.py`), caps its address
-space, installs the guard of the session's import profile and serves calls, one at a time,
-until its control socket closes. A call's code runs in the session's `__main__` module;
+The child then waits for the host's go (the host has moved it into the slot's memory
+cgroup by then), applies the jail's seccomp layer (`sandbox/confine.py`), makes its
+`__main__` and streams, and waits, made ahead, for a caller: at OpenSession its start frame
+caps its address space and names the guard of the caller's import profile. It then serves
+calls, one at a time, until its control socket closes. A call's code runs in the session's `__main__` module;
 its output goes to the session's stdout and stderr pipes, which the host reads; its result
 (the repr of a last bare expression, how it ended) comes back as a frame on the control
 socket after its output. The host interrupts a call past its time with SIGINT.
@@ -177,8 +178,7 @@ def zygote_main(config):
             failed[name] = repr(exc)
     global SESSION_CONFIG
     SESSION_CONFIG = {"confine": load_source("confine", config["confine_source"]),
-                      "guard": load_source("guard", config["guard_source"]),
-                      "jail": config.get("jail") or {}}
+                      "guard": load_source("guard", config["guard_source"])}
     gc.collect()
     huge_mb = collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
     gc.freeze()

@@ -24,7 +24,7 @@ from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 
 RETRYABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
-OPEN_SESSION_TIMEOUT_S = 120.0  # OpenSession starts a jailed kernel: never a shorter deadline than this
+OPEN_SESSION_TIMEOUT_S = 120.0  # OpenSession may wait for a session to be made: never a shorter deadline
 
 
 class ToolServerError(Exception):

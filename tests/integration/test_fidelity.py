@@ -108,7 +108,8 @@ IMPORT_NAMES = {"scikit-learn": "sklearn", "XlsxWriter": "xlsxwriter", "python-d
                 "SQLAlchemy": "sqlalchemy", "pillow": "PIL", "opencv-python-headless": "cv2",
                 "scikit-image": "skimage", "beautifulsoup4": "bs4", "python-dateutil": "dateutil", "Faker": "faker",
                 "Flask": "flask", "pycryptodome": "Crypto", "jupyter-client": "jupyter_client"}
-# Packages of the runtime that programs do not import: the sessions' Jupyter kernel.
+# Packages of the runtime that programs do not import: a Jupyter kernel and its client, for programs
+# that start one of their own.
 NOT_FOR_PROGRAMS = {"ipykernel", "jupyter-client"}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import time
 import urllib.request
 
@@ -201,17 +202,41 @@ def test_the_sessions_of_a_vanished_client_are_evicted(sessions_server):
     assert metric(sessions_server, "toolserver_sessions_evicted") >= evicted + 2
     assert not any(sessions_server.session_is_open(session_id) for session_id in left)
     with sessions_server.client() as client:
-        assert len([client.open_session() for _ in range(3)]) == 3  # every place is free again
+        again = [client.open_session() for _ in range(3)]  # every place is free again
+        for session in again:
+            client.close_session(session.session_id)
 
 
-def descendants_of(pid: int) -> list[int]:
-    parents = {}
+def test_sessions_are_made_again_after_the_session_zygote_dies(sessions_server):
+    zygotes = [pid for pid, (parent, uid) in process_table().items() if parent == sessions_server.process.pid
+               and uid == 0 and "python" in os.readlink(f"/proc/{pid}/exe")]
+    assert len(zygotes) == 1, zygotes  # the server's one child that runs the runtime's interpreter as root
+    with sessions_server.client() as client:
+        kept = client.open_session()  # made before: it lives on without its zygote
+        os.kill(zygotes[0], signal.SIGKILL)
+        for _ in range(4):  # past the ones made ahead: made by a new zygote
+            session = client.open_session()
+            assert client.run_python("6 * 7", session_id=session.session_id).python.value == "42"
+            client.close_session(session.session_id)
+        assert client.run_python("'kept'", session_id=kept.session_id).python.value == "'kept'"
+        client.close_session(kept.session_id)
+
+
+def process_table() -> dict[int, tuple[int, int]]:
+    """{pid: (parent, uid)} of every process."""
+    table = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
-                parents[int(name)] = int(open(f"/proc/{name}/stat").read().rpartition(")")[2].split()[1])
-            except OSError:
+                status = dict(line.split(":", 1) for line in open(f"/proc/{name}/status") if ":" in line)
+                table[int(name)] = (int(status["PPid"]), int(status["Uid"].split()[0]))
+            except (OSError, KeyError, ValueError):
                 continue
+    return table
+
+
+def descendants_of(pid: int) -> list[int]:
+    parents = {child: parent for child, (parent, _) in process_table().items()}
     found, frontier = set(), {pid}
     while frontier:
         frontier = {child for child, parent in parents.items() if parent in frontier} - found

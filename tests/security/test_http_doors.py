@@ -421,7 +421,7 @@ def processes_of(users: set[str]) -> list[str]:
     return [line for line in listed.splitlines() if line.split(" ", 1)[0] in users]
 
 
-def test_a_notebook_whose_client_hangs_up_closes_its_kernel(guarded):
+def test_a_notebook_whose_client_hangs_up_closes_its_session(guarded):
     first = guarded.running.first_slot + 1 + guarded.running.workers  # the session slots follow the warm workers'
     kernel_users = {f"tsbox{index}" for index in range(first, first + guarded.running.sessions)}
     body = json.dumps({"cells": ["import time\ntime.sleep(50)"], "total_timeout": 60}).encode()

@@ -6,7 +6,7 @@ environment that runs the model's tool calls on them.
   statement)`. Each answers the text the model reads; a call the server refuses or cannot
   take is text too, never an exception in the trainer.
 - `ToolServerEnv`, registered by `register()` (id "toolserver"): one episode; all its
-  python calls run in one Jupyter-kernel session, opened at the first and closed by
+  python calls run in one session, opened at the first and closed by
   `close()`.
 
 SkyRL's tools, `step` and `close` are synchronous; its generator runs them on env worker

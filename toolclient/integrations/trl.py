@@ -58,7 +58,7 @@ class PythonSession:
     TRL keeps one instance per rollout it runs at once and calls `reset` before each new
     rollout; every public method is offered to the model as a tool, so this class has one,
     `python`, and its closing is `PythonSessions.close`'s. The session opens at the rollout's
-    first call (a rollout that never calls costs no kernel) and closes at the next `reset`:
+    first call (a rollout that never calls costs no session) and closes at the next `reset`:
     TRL tells an environment nothing when its rollout ends. So a process holds at most one
     session per rollout of its generation batch, and the server's `sessions.idle_timeout_s`
     ends what a stopped trainer leaves open. `stats` counts the rollout's calls; reward
@@ -100,7 +100,7 @@ class PythonSession:
                 self._loop = asyncio.get_running_loop()
             response = await calls.call("python", {"code": code}, session_id=self._session_id)
         except NotFound:
-            self._session_id = ""  # the server ended it (its kernel died, or it idled out): the next call opens one
+            self._session_id = ""  # the server ended it (its process died, or it idled out): the next call opens one
             raise
         finally:
             self.stats.record(response, started)

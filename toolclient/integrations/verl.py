@@ -97,7 +97,7 @@ class ToolServerTool(BaseTool):
         session_id = await self._session(instance_id, agent_data)
         try:
             return await self.calls.call(self.tool, parameters, session_id), ""
-        except NotFound:  # expired or its kernel died: the trajectory goes on in a fresh one
+        except NotFound:  # expired or its process died: the trajectory goes on in a fresh one
             self._forget(instance_id, agent_data)
             session_id = await self._session(instance_id, agent_data)
             note = "(the previous python session was lost; this call ran in a new one, without its variables)\n"

@@ -25,7 +25,7 @@ the pod's address as its Host, and their "pong" tells a page nothing.
 
 The parsed body and the caller go to the front in the request's scope. While the front
 answers, the door listens for the client: one that hangs up cancels the request, so its
-calls that wait are dropped, those running are killed, and a notebook's kernel closes.
+calls that wait are dropped, those running are killed, and a notebook's session closes.
 """
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ long as it can still run its whole `run_timeout` before its client gives up
 HTTP 504 (the one status verl retries) with `Retry-After`. The call itself runs through the
 dispatcher like any gRPC call: the same jail, pools, policies, metrics and limits.
 `files` are written into the working directory before the code runs and `fetch_files`
-come back base64 in `files`. `/run_jupyter` runs its cells in one fresh jailed kernel (a
-session, closed after the last cell).
+come back base64 in `files`. `/run_jupyter` runs its cells in one session of their own, closed after the last cell.
 """
 
 from __future__ import annotations
@@ -263,7 +262,7 @@ class SandboxFusionFront:
     async def notebook(self, cells: list[str], cell_timeout: float, total_timeout: float,
                        caller: CallerPolicy) -> dict[str, Any]:
         """Runs the cells one after another in one fresh session, closed at the end. A cell
-        that times out or loses its kernel ends the run: its partial output is kept."""
+        that times out or loses its session ends the run: its partial output is kept."""
         started = time.monotonic()
         session = await self.dispatcher.open_session(pb.Limits(), caller)
         results: list[dict[str, Any]] = []

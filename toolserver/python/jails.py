@@ -1,6 +1,6 @@
 """How the python tool's jailed processes start: the workers (warm zygotes; slim ones that
 preload only standard modules; scientific ones that preload the data stack) and the
-session kernels, each derived from the server's sandbox spec (toolserver/jails.py).
+sessions, each derived from the server's sandbox spec (toolserver/jails.py).
 
 A slim zygote preloads less and hands back a call that reaches beyond the standard
 library, a scientific one preloads more, a session caps its own address space once it

@@ -125,8 +125,7 @@ class SessionManager:
         self._making = 0
         self._makers = asyncio.Semaphore(makers)
         self._releasing = 0
-        self._slot_returned = asyncio.Event()
-        self._made_one = asyncio.Event()  # a session made ahead is ready, or failed
+        self._changed = asyncio.Event()  # a slot came back, or a session made ahead is ready (or failed)
         self._last_request = 0.0  # when the last OpenSession or CloseSession came
         self._starved = 0  # OpenSessions waiting for a session being made
         self._opening = 0
@@ -136,6 +135,7 @@ class SessionManager:
         self._reaper: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._slot_cgroups = SlotCgroups(cgroups)
+        self._zygote_lock = asyncio.Lock()
 
     async def start(self) -> None:
         """Starts the zygote, the reaper and the making of ready sessions; a zygote that
@@ -173,17 +173,15 @@ class SessionManager:
             return
         finally:
             self._making -= 1
-            self._made_one.set()
+            self._changed.set()
         if self._closed:
             await self._destroy(made)
             return
         self.ready.append(made)
 
     async def _make(self) -> ReadySession:
-        """A new session's jail and process on a free slot; raises Unavailable."""
-        while not self.free_slots and self._releasing:
-            self._slot_returned.clear()
-            await self._slot_returned.wait()
+        """A new session's jail and process on a free slot; raises Unavailable, or Exhausted
+        when no slot is free."""
         if not self.free_slots:
             raise Exhausted(f"session limit reached ({self.max_sessions} open)")
         slot = self.free_slots.pop(0)  # the longest free: a closed session's uid is not the next one's
@@ -196,6 +194,7 @@ class SessionManager:
                 if not self.spec.insecure_no_sandbox:
                     jail = SessionJail(slot, cgroup)
                     await jail.launch(self.spec, "session jail", HOLDER_SOURCE, {})
+                await self._zygote_alive()
                 process = await make_session_process(self.zygote, slot, jail, cgroup)
                 try:
                     async with asyncio.timeout(self.spec.start_timeout_s):
@@ -225,20 +224,30 @@ class SessionManager:
         while not self._starved and (self._opening or time.monotonic() - self._last_request < QUIET_S):
             await asyncio.sleep(QUIET_S)
 
+    async def _zygote_alive(self) -> None:
+        """Starts the session zygote again if it died; raises WorkerLost."""
+        async with self._zygote_lock:
+            if not self.zygote.alive:
+                log.warning("the session zygote died: starting it again")
+                await self.zygote.close()
+                self.zygote = SessionZygote(self.spec)
+                await self.zygote.start()
+
     async def _take_ready(self) -> ReadySession:
-        """A ready session; else one made now on a free slot, or the next one made ahead."""
+        """A ready session; else one made now on a free slot; else the next slot to come
+        back or session to be made ahead."""
         while True:
             while self.ready:
                 made = self.ready.pop()
                 if not made.process.ended:
                     return made
                 self._spawn(self._destroy(made))
-            if self.free_slots or self._releasing or not self._making:
+            if self.free_slots or not (self._releasing or self._making):
                 return await self._make()
             self._starved += 1  # this open waits on the sessions being made ahead
-            self._made_one.clear()
+            self._changed.clear()
             try:
-                await self._made_one.wait()
+                await self._changed.wait()
             finally:
                 self._starved -= 1
 
@@ -367,7 +376,7 @@ class SessionManager:
             self.free_slots.append(slot)
         finally:
             self._releasing -= 1
-            self._slot_returned.set()
+            self._changed.set()
         self._refill()
 
     async def execute(self, session_id: str, owner: str, code: str, stdin: str, timeout_ms: int,
