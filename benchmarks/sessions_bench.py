@@ -11,7 +11,8 @@ own (the shared warm image) and the server's.
 Run as root on the server's machine (PSS is read from /proc), against a server whose
 `sessions.max_sessions` covers the largest N and whose `sessions.ready` is what is
 measured (docs/speed.md, "Sessions", gives the configurations). Before each size it waits
-until the server has made its ready sessions (`toolserver_sessions_ready` on --metrics).
+until the server has made the first burst's sessions ahead, or --wait-ready of them
+(`toolserver_sessions_ready` on --metrics), so that no session is being made as it measures.
 """
 
 from __future__ import annotations
@@ -149,13 +150,17 @@ async def main() -> None:
     parser.add_argument("--burst", type=int, default=256, help="OpenSession calls sent at once")
     parser.add_argument("--calls-at-once", type=int, default=32)
     parser.add_argument("--hold-s", type=float, default=5.0, help="how long the sessions are held before closing")
+    parser.add_argument("--wait-ready", type=int, default=0,
+                        help="sessions made ahead to wait for before each size (0: the first burst's)")
     args = parser.parse_args()
     async with grpc.aio.insecure_channel(args.target) as channel:
         stub = pb_grpc.ToolServerStub(channel)
         for size in (int(value) for value in args.sizes.split(",")):
-            deadline = time.monotonic() + 900
-            while ready_sessions(args.metrics) < min(size, args.burst) and time.monotonic() < deadline:
+            deadline = time.monotonic() + 1800
+            wanted = args.wait_ready or min(size, args.burst)
+            while ready_sessions(args.metrics) < wanted and time.monotonic() < deadline:
                 await asyncio.sleep(1)
+            await asyncio.sleep(2)  # the last one made: the machine quiet again
             ready = ready_sessions(args.metrics)
             before = memory_of_sessions(args.server_pid)
             result = await measure(stub, size, args.burst, args.calls_at_once, args.server_pid)

@@ -55,17 +55,23 @@ class SessionJail(JailedProcess):
             await super().kill()
             return
         process = self._process
-        if process is not None and process.returncode is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        self.signal_kill()
         loop = asyncio.get_running_loop()
         if not await loop.run_in_executor(None, self.cgroup.kill_all):
             await loop.run_in_executor(None, kill_slot_processes, self.slot)
         if process is not None:
             await process.wait()
         self.stop_watching()
+
+    def signal_kill(self) -> None:
+        """SIGKILLs firejail, the init of the jail's PID namespace: the kernel kills every
+        process in it (the session's and whatever they started) with it. `kill` makes sure."""
+        process = self._process
+        if process is not None and process.returncode is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 class SessionZygote:

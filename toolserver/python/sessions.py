@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 INTERRUPT_GRACE_S = 3.0
 QUIET_S = 0.1  # sessions are made ahead once OpenSession and CloseSession have been quiet this long
+MAKE_RETRY_S = 1.0  # after a session could not be made, the next try waits this long
 
 
 @dataclass
@@ -162,29 +163,35 @@ class SessionManager:
         room = self.max_sessions - len(self.sessions) - self._opening
         while self.free_slots and len(self.ready) + self._making < min(self.ready_target, room):
             self._making += 1
-            self._spawn(self._make_ready())
+            self._spawn(self._make_ready(self.free_slots.pop(0)))  # the longest free: not a just closed uid
 
-    async def _make_ready(self) -> None:
+    async def _make_ready(self, slot: Slot) -> None:
+        """Makes a session ahead on slot once the server is quiet."""
+        made: ReadySession | None = None
         try:
             await self._quiet()
-            made = await self._make()
-        except (Unavailable, Exhausted) as exc:
-            log.warning("a ready session could not be made: %s", exc)
-            return
+            if self._closed:
+                await self._release_slot(slot, refill=False)
+                return
+            try:
+                made = await self._make(slot)
+            except Unavailable as exc:
+                log.warning("a ready session could not be made: %s", exc)
+                await asyncio.sleep(MAKE_RETRY_S)  # a host that cannot make one now is not asked at once again
         finally:
             self._making -= 1
             self._changed.set()
+        if made is None:
+            self._refill()
+            return
         if self._closed:
             await self._destroy(made)
             return
         self.ready.append(made)
 
-    async def _make(self) -> ReadySession:
-        """A new session's jail and process on a free slot; raises Unavailable, or Exhausted
-        when no slot is free."""
-        if not self.free_slots:
-            raise Exhausted(f"session limit reached ({self.max_sessions} open)")
-        slot = self.free_slots.pop(0)  # the longest free: a closed session's uid is not the next one's
+    async def _make(self, slot: Slot) -> ReadySession:
+        """A new session's jail and process on slot (taken from the free ones); raises
+        Unavailable, with the slot given back."""
         jail: SessionJail | None = None
         async with self._makers:
             loop = asyncio.get_running_loop()
@@ -209,7 +216,7 @@ class SessionManager:
                 self.counts.failed += 1
                 if jail is not None:
                     await jail.kill()
-                await self._release_slot(slot)
+                await self._release_slot(slot, refill=False)
                 raise Unavailable(f"a session could not be made: {exc}") from exc
         made = ReadySession(slot, jail, process, cgroup)
         if cgroup is not None:  # the usual cap set ahead: OpenSession changes it only when asked for another
@@ -220,7 +227,8 @@ class SessionManager:
 
     async def _quiet(self) -> None:
         """Until no OpenSession or CloseSession has come for QUIET_S, or an OpenSession waits
-        for a session being made: a burst has the CPU (making a session forks twice) first."""
+        for a session being made: a burst has the CPU first (making a session starts a jail
+        and forks the warm interpreter)."""
         while not self._starved and (self._opening or time.monotonic() - self._last_request < QUIET_S):
             await asyncio.sleep(QUIET_S)
 
@@ -242,8 +250,10 @@ class SessionManager:
                 if not made.process.ended:
                     return made
                 self._spawn(self._destroy(made))
-            if self.free_slots or not (self._releasing or self._making):
-                return await self._make()
+            if self.free_slots:
+                return await self._make(self.free_slots.pop(0))
+            if not (self._releasing or self._making):
+                raise Exhausted(f"session limit reached ({self.max_sessions} open)")
             self._starved += 1  # this open waits on the sessions being made ahead
             self._changed.clear()
             try:
@@ -288,13 +298,13 @@ class SessionManager:
             except BaseException:
                 self._spawn(self._destroy(made))
                 raise
+            self.sessions[session.session_id] = session
+            self._open_by[owner] = self._open_by.get(owner, 0) + 1
+            self.counts.opened += 1
         finally:
             self._opening -= 1
             self._opening_by[owner] -= 1
             self._refill()
-        self.sessions[session.session_id] = session
-        self._open_by[owner] = self._open_by.get(owner, 0) + 1
-        self.counts.opened += 1
         return session
 
     async def _start(self, made: ReadySession, owner: str, memory_mb: int, guard: dict[str, Any] | None) -> Session:
@@ -348,6 +358,8 @@ class SessionManager:
         self.counts.closed += 1
         self.counts.evicted += evicted
         session.process.close()
+        if session.made.jail is not None:
+            session.made.jail.signal_kill()  # everything of the session ends now; the rest once quiet
         self._releasing += 1  # OpenSession waits for its slot rather than say the cap is reached
         self._spawn(self._destroy(session.made, released=True))
 
@@ -355,6 +367,8 @@ class SessionManager:
         made.process.close()
         emptied = False
         try:
+            if released:
+                await self._quiet()  # a burst of closes is answered first
             if made.jail is not None:
                 await made.jail.kill()
                 emptied = made.cgroup is not None
@@ -367,8 +381,9 @@ class SessionManager:
                 self._releasing -= 1
             await self._release_slot(made.slot, emptied)
 
-    async def _release_slot(self, slot: Slot, emptied: bool = False) -> None:
-        """Gives slot back once nothing runs as its uid (emptied: its jail's kill saw to it)."""
+    async def _release_slot(self, slot: Slot, emptied: bool = False, refill: bool = True) -> None:
+        """Gives slot back once nothing runs as its uid (emptied: its jail's kill saw to it),
+        and makes a session ahead on it where one is wanted (refill)."""
         self._releasing += 1
         try:
             if not emptied:
@@ -377,7 +392,8 @@ class SessionManager:
         finally:
             self._releasing -= 1
             self._changed.set()
-        self._refill()
+        if refill:
+            self._refill()
 
     async def execute(self, session_id: str, owner: str, code: str, stdin: str, timeout_ms: int,
                       max_output_bytes: int) -> CallReply:

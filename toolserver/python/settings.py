@@ -194,7 +194,7 @@ class SessionSettings:
                                       # RESOURCE_EXHAUSTED
     ready: int = 64                   # sessions made ahead (jail started, process forked and
                                       # joined): OpenSession hands one over; past them, an open
-                                      # waits for one to be made (~0.3 s of CPU each here)
+                                      # waits for one to be made (~0.2 s of CPU each here)
     idle_timeout_s: int = 600         # a session unused this long is closed (an eviction)
     start_timeout_s: float = 60.0     # for the session zygote to warm, and a session to start
     memory_mb: int = 1024             # memory a session may add to the warm process: its address
