@@ -63,16 +63,6 @@ class SessionJail(JailedProcess):
             await process.wait()
         self.stop_watching()
 
-    def signal_kill(self) -> None:
-        """SIGKILLs firejail, the init of the jail's PID namespace: the kernel kills every
-        process in it (the session's and whatever they started) with it. `kill` makes sure."""
-        process = self._process
-        if process is not None and process.returncode is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
 
 class SessionZygote:
     """The warm root interpreter that forks sessions into their jails."""

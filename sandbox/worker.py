@@ -269,16 +269,23 @@ class JailedProcess:
         """Kills the whole jail and everything its uid still runs; idempotent."""
         process = self._process
         if process is not None and process.returncode is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            self.signal_kill()
             try:
                 await asyncio.wait_for(process.wait(), 10)
             except asyncio.TimeoutError:
                 log.error("%s %s (pid %d) did not exit after SIGKILL", self.label, self.slot.name, process.pid)
         await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, self.slot)
         self.stop_watching()
+
+    def signal_kill(self) -> None:
+        """SIGKILLs the jail's process group: firejail, the init of the jail's PID
+        namespace, with it (the kernel then kills every process in that namespace)."""
+        process = self._process
+        if process is not None and process.returncode is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def stop_watching(self) -> None:
         if self._stderr_task is not None:
