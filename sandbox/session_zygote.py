@@ -34,6 +34,7 @@ import ast
 import ctypes
 import gc
 import importlib
+import inspect
 import json
 import linecache
 import os
@@ -346,8 +347,22 @@ def split_last_expression(source, filename):
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    body = compile(tree, filename, "exec")
-    return body, None if last is None else compile(last, filename, "eval")
+    body = compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    return body, None if last is None else compile(last, filename, "eval", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def evaluate(code, namespace):
+    """Runs code in namespace; a cell with a top-level await runs on the session's own
+    event loop, kept from cell to cell, as a notebook's does."""
+    result = eval(code, namespace)
+    if code.co_flags & inspect.CO_COROUTINE:
+        global EVENT_LOOP
+        import asyncio
+
+        if EVENT_LOOP is None or EVENT_LOOP.is_closed():
+            EVENT_LOOP = asyncio.new_event_loop()
+        result = EVENT_LOOP.run_until_complete(result)
+    return result
 
 
 def run_call(main, call, number):
@@ -359,9 +374,9 @@ def run_call(main, call, number):
         feed_stdin(call.get("stdin", ""))
         try:
             body, last = split_last_expression(call["code"], filename)
-            exec(body, main.__dict__)
+            evaluate(body, main.__dict__)
             if last is not None:
-                value = eval(last, main.__dict__)
+                value = evaluate(last, main.__dict__)
                 if value is not None:
                     main.__dict__["_"] = value
                     text = repr(value)
@@ -395,5 +410,6 @@ def run_call(main, call, number):
 
 SESSION_CONFIG = {}  # in the zygote: what each session needs of it (set by zygote_main)
 IN_CALL = False  # in a session: whether a call's code runs
+EVENT_LOOP = None  # in a session: the loop its cells' top-level awaits run on, once one has
 if __name__ == "session_zygote":
     zygote_main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

@@ -150,9 +150,14 @@ def test_sessions_are_isolated_from_each_other(sessions_server):
                                      timeout_ms=30000)
             assert fits.python.value == "200", fits
             assert client.run_python("open('secret.txt').read()", session_id=first.session_id).python.value == "'first'"
+            # every process the second session may signal: only those of its own jail (it ends itself)
+            client.run_python("import os, signal\nos.kill(-1, signal.SIGKILL)", session_id=second.session_id)
+            alive = client.run_python("sleeper.poll() is None, open('secret.txt').read()", session_id=first.session_id)
+            assert alive.python.value == "(True, 'first')"
         finally:
             client.close_session(first.session_id)
-            client.close_session(second.session_id)
+            if sessions_server.session_is_open(second.session_id):
+                client.close_session(second.session_id)
 
 
 def test_a_session_runs_programs_as_python3_does(sessions_server):

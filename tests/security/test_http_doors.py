@@ -103,7 +103,8 @@ def guarded(tmp_path_factory):
     """A server with caller tokens and short HTTP timeouts."""
     tmp = tmp_path_factory.mktemp("http-doors")
     (tmp / "policies.toml").write_text(POLICY_FILE)
-    door = start(tmp, f'[auth]\npolicy_file = "{tmp / "policies.toml"}"\n{LIMITS}')
+    # No session made ahead: a session's slot users run processes only while it is open.
+    door = start(tmp, f'[auth]\npolicy_file = "{tmp / "policies.toml"}"\n{LIMITS}\n[sessions]\nready = 0\n')
     yield door
     door.running.stop()
 
