@@ -144,7 +144,7 @@ def fork_session(request, fds):
     without a holder (a server run without a sandbox), here; returns its host pid."""
     holder = request.get("holder")
     if holder:
-        pid_namespace = os.open(f"/proc/{holder}/ns/pid", os.O_RDONLY)
+        pid_namespace = open_jail_namespace(holder, "pid")
         try:
             check(LIBC.setns(pid_namespace, CLONE_NEWPID), "joining the jail's pid namespace")
         finally:
@@ -158,6 +158,16 @@ def fork_session(request, fds):
         finally:
             os._exit(70)
     return pid
+
+
+def open_jail_namespace(holder, name):
+    """A descriptor of the namespace name of the process holder, refused when it is this
+    process's own (the holder is gone and its pid taken by a process outside any jail)."""
+    fd = os.open(f"/proc/{holder}/ns/{name}", os.O_RDONLY)
+    if os.fstat(fd).st_ino == os.stat(f"/proc/self/ns/{name}").st_ino:
+        os.close(fd)
+        raise OSError(f"process {holder} is in no jail: its {name} namespace is the host's")
+    return fd
 
 
 def zygote_main(config):
@@ -209,7 +219,7 @@ def become_session(request, fds):
     control, stdout, stderr = fds
     holder = request.get("holder")
     if holder:
-        namespaces = {name: os.open(f"/proc/{holder}/ns/{name}", os.O_RDONLY) for name in JOINED_NAMESPACES}
+        namespaces = {name: open_jail_namespace(holder, name) for name in JOINED_NAMESPACES}
         for name in JOINED_NAMESPACES:
             check(LIBC.setns(namespaces[name], 0), f"joining the jail's {name} namespace")
             os.close(namespaces[name])
