@@ -2,9 +2,11 @@
 made ahead of time for it. Both halves of a session's process live here.
 
 Like `sandbox/zygote.py`, the host sends this source and its config over stdin (see
-`sandbox.worker.BOOTSTRAP`); it imports nothing from the project. It runs as root on the
-host, outside any jail, and never runs a caller's code: it imports the runtime's preloads
-(as a worker does), backs its heap with huge pages, and then only forks.
+`sandbox.worker.BOOTSTRAP`); it imports nothing from the project, and takes its frames,
+streams and huge pages from the zygote's own source, which the host sends with it. It
+runs as root on the host, outside any jail, and never runs a caller's code: it imports
+the runtime's preloads (as a worker does), backs its heap with huge pages, and then only
+forks.
 
 For each session the host starts a jail of the slot's own (the same firejail command line
 as a worker's, running a holder that only keeps the jail alive) and asks for a session in
@@ -41,7 +43,6 @@ import os
 import resource
 import signal
 import socket
-import struct
 import sys
 import threading
 import traceback
@@ -55,9 +56,6 @@ PR_SET_PDEATHSIG = 1
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_SYSCALL = {"x86_64": 317, "aarch64": 277}
 FIREJAIL_FILTERS = "/run/firejail/mnt/seccomp/seccomp.list"  # the jail's compiled filters, as it sees them
-MADV_HUGEPAGE = 14
-MADV_COLLAPSE = 25
-HUGE_PAGE = 2 << 20
 CONTROL_FD = 3  # in a session: its control socket
 LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -72,59 +70,16 @@ def check(result, what):
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def frame(message):
-    data = json.dumps(message).encode()
-    return struct.pack(">I", len(data)) + data
-
-
-def read_exactly(fd, size):
-    chunks, remaining = [], size
-    while remaining:
-        data = os.read(fd, min(remaining, 1 << 20))
-        if not data:
-            return None
-        chunks.append(data)
-        remaining -= len(data)
-    return b"".join(chunks)
-
-
 def read_frame(fd):
-    header = read_exactly(fd, 4)
-    if header is None:
-        return None
-    body = read_exactly(fd, struct.unpack(">I", header)[0])
-    return None if body is None else json.loads(body)
+    """The next frame's object, or None at end of file."""
+    payload = ZYGOTE.read_frame(fd)
+    return None if payload is None else json.loads(payload)
 
 
 def load_source(name, source):
     module = types.ModuleType(name)
     exec(compile(source, name, "exec"), module.__dict__)
     return module
-
-
-def collapse_heap_into_huge_pages():
-    """Backs the warm heap with 2 MB pages: each fork copies far fewer page table entries."""
-    LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    collapsed = 0
-    with open("/proc/self/maps") as maps:
-        regions = [line.split() for line in maps]
-    for fields in regions:
-        low, high = (int(bound, 16) for bound in fields[0].split("-"))
-        path = fields[5] if len(fields) > 5 else ""
-        if not fields[1].startswith("rw") or fields[1][3] != "p" or path not in ("", "[heap]"):
-            continue
-        start, end = (low + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), high & ~(HUGE_PAGE - 1)
-        if end > start:
-            LIBC.madvise(start, end - start, MADV_HUGEPAGE)
-            if LIBC.madvise(start, end - start, MADV_COLLAPSE) == 0:
-                collapsed += (end - start) >> 20
-    return collapsed
 
 
 # ---- the zygote (root, on the host)
@@ -171,6 +126,8 @@ def open_jail_namespace(holder, name):
 
 
 def zygote_main(config):
+    global ZYGOTE
+    ZYGOTE = load_source("zygote_library", config["zygote_source"])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, lambda signum, frame: reap())
     LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # dies with the server
@@ -191,10 +148,10 @@ def zygote_main(config):
     SESSION_CONFIG = {"confine": load_source("confine", config["confine_source"]),
                       "guard": load_source("guard", config["guard_source"])}
     gc.collect()
-    huge_mb = collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
+    huge_mb = ZYGOTE.collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
     gc.freeze()
-    write_all(out, frame({"ready": True, "pid": os.getpid(), "preloaded": loaded, "preload_failed": failed,
-                          "huge_pages_mb": huge_mb}))
+    ZYGOTE.send_frame(out, {"ready": True, "pid": os.getpid(), "preloaded": loaded, "preload_failed": failed,
+                            "huge_pages_mb": huge_mb})
     os.close(out)
     while True:  # one request a message (a SOCK_SEQPACKET socket), with the session's 3 descriptors
         data, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
@@ -275,23 +232,6 @@ def drop_privileges(request):
             check(LIBC.syscall(number, SECCOMP_SET_MODE_FILTER, 0, ctypes.byref(program)), "loading a seccomp filter")
 
 
-def vm_size_bytes():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def text_streams():
-    """sys.stdin, stdout and stderr on fds 0, 1 and 2 as `python3` makes them for pipes."""
-    sys.stdin = open(0, "r", encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False)
-    sys.stdout = open(1, "w", encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False)
-    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", newline="\n",
-                      closefd=False)
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
-
-
 def session_main(request):
     if read_frame(CONTROL_FD) is None:  # the go: the host has moved this process into the slot's cgroup
         return
@@ -301,13 +241,13 @@ def session_main(request):
     sys.modules["__main__"] = main
     sys.argv = [""]
     sys.path[0:0] = [""]
-    text_streams()
-    write_all(CONTROL_FD, frame({"waiting": True}))
+    ZYGOTE.text_streams()
+    ZYGOTE.send_frame(CONTROL_FD, {"waiting": True})
     start = read_frame(CONTROL_FD)  # a caller's OpenSession
     if start is None:
         return
     if start.get("memory_mb"):
-        limit = vm_size_bytes() + start["memory_mb"] * 1024 * 1024
+        limit = (ZYGOTE.vm_size_kb() << 10) + start["memory_mb"] * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     guard = start.get("guard")
     if guard is not None:
@@ -316,14 +256,14 @@ def session_main(request):
             module.load_before_removal()
         module.install_guard(guard["allowed"], guard["denied"], (request["home"], "/tmp", "/var/tmp", "/dev/shm"),
                              guard["refuse_actions"])
-    write_all(CONTROL_FD, frame({"serving": True, "pid": os.getpid(), "uid": os.getuid()}))
+    ZYGOTE.send_frame(CONTROL_FD, {"serving": True, "pid": os.getpid(), "uid": os.getuid()})
     number = 0
     while True:
         call = read_frame(CONTROL_FD)
         if call is None:
             return
         number += 1
-        write_all(CONTROL_FD, frame(run_call(main, call, number)))
+        ZYGOTE.send_frame(CONTROL_FD, run_call(main, call, number))
 
 
 def feed_stdin(text):
@@ -335,7 +275,7 @@ def feed_stdin(text):
 
     def write():
         try:
-            write_all(write_end, data)
+            ZYGOTE.write_all(write_end, data)
         except OSError:
             pass
         finally:
@@ -419,6 +359,7 @@ def run_call(main, call, number):
 
 
 SESSION_CONFIG = {}  # in the zygote: what each session needs of it (set by zygote_main)
+ZYGOTE = None  # sandbox/zygote.py's helpers (frames, streams, huge pages), loaded from the source the host sent
 IN_CALL = False  # in a session: whether a call's code runs
 EVENT_LOOP = None  # in a session: the loop its cells' top-level awaits run on, once one has
 if __name__ == "session_zygote":

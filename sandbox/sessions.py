@@ -26,7 +26,8 @@ from typing import Any, Callable
 from sandbox.cgroups import MemoryCgroup
 from sandbox.jail import Slot, jail_environment, runtime_environment
 from sandbox.slots import kill_slot_processes
-from sandbox.worker import BOOTSTRAP, CONFINE_SOURCE, GUARD_SOURCE, JailedProcess, WorkerLost, ZygoteSpec
+from sandbox.worker import (BOOTSTRAP, CONFINE_SOURCE, GUARD_SOURCE, ZYGOTE_SOURCE, JailedProcess, WorkerLost,
+                            ZygoteSpec)
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ class SessionZygote:
         self._control = ours
         self._stderr = asyncio.get_running_loop().create_task(self._log_stderr())
         config = {"control_fd": control_fd, "preload": list(self.spec.preload), "huge_pages": self.spec.huge_pages,
-                  "confine_source": CONFINE_SOURCE, "guard_source": GUARD_SOURCE}
+                  "confine_source": CONFINE_SOURCE, "guard_source": GUARD_SOURCE, "zygote_source": ZYGOTE_SOURCE}
         payload = json.dumps({"config": config, "source": SESSION_ZYGOTE_SOURCE, "name": "session_zygote"}).encode()
         assert self._process.stdin is not None and self._process.stdout is not None
         try:

@@ -1005,4 +1005,5 @@ CALL_PID = -1  # in a call's process: its pid (its own child processes have othe
 RUNNING_CALL = 0  # in the zygote: the pid of the call's process while its call runs
 CANCELLED = False  # in the zygote: whether the host cancelled the running call
 REAL_EXIT = os._exit  # a call's process replaces os._exit by exit_flushed
-main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs
+if __name__ == "zygote":  # the session zygote loads this source as a library of its helpers
+    main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs
