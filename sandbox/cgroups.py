@@ -26,6 +26,8 @@ import signal
 import time
 from pathlib import Path
 
+from sandbox.pidfds import signal_pids
+
 log = logging.getLogger(__name__)
 
 V1_ROOT = Path("/sys/fs/cgroup/memory")
@@ -61,6 +63,15 @@ class MemoryCgroup:
         except FileNotFoundError:
             return []
 
+    def holds(self, pid: int) -> bool:
+        """Whether process pid is in this cgroup now."""
+        try:
+            lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        except OSError:
+            return False
+        return any("memory" in controllers.split(",") and V1_ROOT / path.lstrip("/") == self.path
+                   for _, controllers, path in (line.split(":", 2) for line in lines))
+
     def kill_all(self, rounds: int = 50) -> bool:
         """SIGKILLs every process in this cgroup until none is left (a process cannot leave
         it: the hierarchy is root's); returns whether it emptied."""
@@ -68,11 +79,7 @@ class MemoryCgroup:
             pids = self.pids()
             if not pids:
                 return True
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            signal_pids(pids, signal.SIGKILL, self.holds)
             time.sleep(0.005)
         return not self.pids()
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sandbox.jail import Slot
+from sandbox.pidfds import signal_pids
 
 log = logging.getLogger(__name__)
 
@@ -179,31 +180,31 @@ def kill_slot_processes(slot: Slot, rounds: int = 50) -> int:
         pids = processes_of_uid(slot.uid)
         if not pids:
             break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                signalled += 1
-            except ProcessLookupError:
-                pass
+        signalled += signal_processes_of_uid(slot.uid, signal.SIGKILL, pids)
         time.sleep(0.005)
     return signalled
 
 
+def signal_processes_of_uid(uid: int, signum: int, pids: list[int] | None = None) -> int:
+    """Sends signum to each process of pids (default: every process of uid) that still
+    runs as uid, through a pidfd (sandbox/pidfds.py); returns how many were signalled."""
+    return signal_pids(processes_of_uid(uid) if pids is None else pids, signum, lambda pid: uid in uids_of(pid))
+
+
 def processes_of_uid(uid: int) -> list[int]:
-    """Pids whose real or effective uid is uid (read from status: a non-dumpable
-    process's /proc entry is owned by root)."""
-    pids = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status") as status:
-                for line in status:
-                    if line.startswith("Uid:"):
-                        real, effective = line.split()[1:3]
-                        if uid in (int(real), int(effective)):
-                            pids.append(int(entry.name))
-                        break
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    return pids
+    """Pids whose real or effective uid is uid."""
+    return [int(entry.name) for entry in os.scandir("/proc")
+            if entry.name.isdigit() and uid in uids_of(int(entry.name))]
+
+
+def uids_of(pid: int) -> tuple[int, ...]:
+    """The real and effective uid of process pid, read from its status (a non-dumpable
+    process's /proc entry is owned by root); () once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("Uid:"):
+                    return tuple(int(value) for value in line.split()[1:3])
+    except (FileNotFoundError, ProcessLookupError):
+        return ()
+    return ()

@@ -14,7 +14,7 @@ import time
 import grpc
 import pytest
 
-from sandbox.slots import processes_of_uid
+from sandbox.slots import processes_of_uid, signal_processes_of_uid
 from toolclient.client import AsyncToolClient, NotFound, ToolServerError, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
@@ -33,9 +33,13 @@ def fault_server(tmp_path_factory):
     running.stop()
 
 
+def slot_uid(slot_index: int) -> int:
+    return pwd.getpwnam(f"tsbox{slot_index}").pw_uid
+
+
 def zygote_pids(slot_index: int) -> list[int]:
     """The jailed interpreters (zygote and call) of a worker slot."""
-    uid = pwd.getpwnam(f"tsbox{slot_index}").pw_uid
+    uid = slot_uid(slot_index)
     pids = []
     for pid in processes_of_uid(uid):
         try:
@@ -72,12 +76,10 @@ def test_workers_killed_and_stopped_under_load_lose_no_call(fault_server):
     time.sleep(1.5)
     worker_slots = fault_server.worker_slot_indexes()
     for slot_index in worker_slots:  # kill every worker's processes once, warm and slim
-        for pid in zygote_pids(slot_index):
-            os.kill(pid, signal.SIGKILL)
+        signal_processes_of_uid(slot_uid(slot_index), signal.SIGKILL, zygote_pids(slot_index))
         time.sleep(0.5)
-    stopped = zygote_pids(worker_slots[-1])  # and hang a slim worker, where these calls run: the pool must see it overrun
-    for pid in stopped:
-        os.kill(pid, signal.SIGSTOP)
+    # and hang a slim worker, where these calls run: the pool must see it overrun
+    signal_processes_of_uid(slot_uid(worker_slots[-1]), signal.SIGSTOP, zygote_pids(worker_slots[-1]))
     time.sleep(6)
     stop.set()
     for thread in threads:
@@ -94,9 +96,8 @@ def test_a_killed_kernel_ends_its_session_and_a_new_one_works(fault_server):
     with fault_server.client() as client:
         session = client.open_session()
         client.run_python("x = 1", session_id=session.session_id)
-        kernel_uid = pwd.getpwnam(f"tsbox{fault_server.first_slot + 1 + WORKERS}").pw_uid
-        for pid in processes_of_uid(kernel_uid):
-            os.kill(pid, signal.SIGKILL)
+        # every process of the session's slot: some end on their own as their jail goes
+        assert signal_processes_of_uid(slot_uid(fault_server.first_slot + 1 + WORKERS), signal.SIGKILL)
         time.sleep(0.5)
         try:
             reply = client.run_python("x", session_id=session.session_id)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import sandbox.slots
+import sandbox.pidfds
 from sandbox.jail import JailPolicy, Slot
 from sandbox.selftest import check_slot_control, failed, run_self_test
 from sandbox.slots import processes_of_uid
@@ -35,10 +35,10 @@ def test_a_slot_the_server_controls_passes(sandbox_slots):
 def test_a_process_that_cannot_be_killed_is_a_failed_check_not_an_exception(sandbox_slots, monkeypatch):
     (slot,) = sandbox_slots(1)
 
-    def refuse(pid: int, sig: int) -> None:
+    def refuse(pidfd: int, sig: int) -> None:
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(sandbox.slots.os, "kill", refuse)
+    monkeypatch.setattr(sandbox.pidfds.signal, "pidfd_send_signal", refuse)
     checks = check_slot_control(slot)
     monkeypatch.undo()
     (bad,) = failed(checks)
