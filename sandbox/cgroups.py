@@ -99,6 +99,11 @@ class MemoryCgroup:
             swap.write_text(value)
         self.limit_mb = megabytes
 
+    def open_procs(self) -> int:
+        """A descriptor of this cgroup's procs: a process that writes 0 to it moves itself
+        in (a session's, before it joins its jail). Raises OSError."""
+        return os.open(self.path / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC)
+
     def open_for_jail(self) -> dict[str, int]:
         """Descriptors of this cgroup's files a zygote in the slot's jail writes itself:
         `procs` (the process forked for each call moves in), `limit` and, where the

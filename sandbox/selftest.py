@@ -435,3 +435,66 @@ def judge_session_probe(reply: CallReply) -> Check:
         return Check("session_jail", False, "; ".join(wrong))
     return Check("session_jail", True, f"uid {facts['uid']}, no capabilities, no_new_privs, "
                                        f"{facts['Seccomp_filters']} seccomp filters, loopback only, host read-only")
+
+
+# What a process sees of the filesystem, ids aside: run as a worker's call and in a session,
+# the two answers must be equal (judge_mount_views). Formatted with the jail's hidden paths.
+MOUNT_VIEW_PROBE = r'''
+import os
+def seen(path):
+    try:
+        if os.path.isdir(path):
+            os.listdir(path)
+        else:
+            open(path, "rb").close()
+        return True
+    except OSError:
+        return False
+def view(hidden):
+    home = os.environ["HOME"]
+    mounts = []
+    with open("/proc/self/mountinfo") as lines:
+        for line in lines:
+            fields = line.split()
+            point = fields[4]
+            if point == home or point.startswith(home + "/"):
+                point = "~" + point[len(home):]
+            access = "ro" if "ro" in fields[5].split(",") else "rw"
+            mounts.append(f"{point} {access} {fields[fields.index('-') + 1]}")
+    return {"root_read_only": bool(os.statvfs("/").f_flag & os.ST_RDONLY), "mounts": sorted(mounts),
+            "hidden_seen": [path for path in hidden if os.path.exists(path) and seen(path)]}
+view(%r)
+'''
+
+
+def mount_view_probe(spec: ZygoteSpec) -> str:
+    return MOUNT_VIEW_PROBE % (list(spec.jail.hidden_paths),)
+
+
+def judge_mount_views(call: CallReply, session: CallReply) -> Check:
+    """Whether a session sees the filesystem a worker's call sees: the same mounts, each
+    read-only or writable alike, a read-only root and every hidden path hidden."""
+    views = []
+    for name, reply in (("a call", call), ("a session", session)):
+        if reply.outcome != "OK":
+            return Check("session_mounts", False, f"the probe in {name} ended {reply.outcome}: "
+                                                  f"{reply.error or reply.stderr[-300:]}")
+        try:
+            views.append(ast.literal_eval(reply.value))
+        except (ValueError, SyntaxError):
+            return Check("session_mounts", False, f"unreadable probe answer from {name}: {reply.value[:200]!r}")
+    worker, own = views
+    wrong = []
+    if not own.get("root_read_only"):
+        wrong.append("its root is writable")
+    if own.get("hidden_seen"):
+        wrong.append(f"it sees hidden paths {own['hidden_seen']}")
+    if own.get("mounts") != worker.get("mounts"):
+        only_own = sorted(set(own.get("mounts", ())) - set(worker.get("mounts", ())))
+        only_worker = sorted(set(worker.get("mounts", ())) - set(own.get("mounts", ())))
+        wrong.append(f"its mounts differ from a call's ({len(own.get('mounts', ()))} against "
+                     f"{len(worker.get('mounts', ()))}; only its own: {only_own[:3]}; only a call's: {only_worker[:3]})")
+    if wrong:
+        return Check("session_mounts", False, "; ".join(wrong))
+    return Check("session_mounts", True,
+                 f"the same {len(own['mounts'])} mounts as a call, read-only root, hidden paths hidden")

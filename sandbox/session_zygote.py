@@ -10,24 +10,32 @@ forks.
 
 For each session the host starts a jail of the slot's own (the same firejail command line
 as a worker's, running a holder that only keeps the jail alive) and asks for a session in
-it, passing the session's ends of its control socket and its stdout and stderr pipes. The
-zygote points its next child's pid namespace at the jail's and forks; the child, still
-root, joins the jail's IPC, UTS, network and mount namespaces (the jail's firejail made
-them: no network, read-only root, its own home, /tmp, /var/tmp and /dev/shm, hidden paths),
-starts a session of its own, takes the jail's rlimits, drops every group, its gid, every
-capability from its bounding set and its uid for the slot's, sets no_new_privs and loads the
-jail's own seccomp filters (the files firejail compiled for that jail, as `firejail --join`
-does). It is then a process of that jail in every way the kernel checks, forked from a warm
-interpreter: numpy and sympy are imported, its pages shared with the zygote until written.
+it, passing the session's ends of its control socket and its stdout and stderr pipes, and
+a pidfd of the holder: the jail is named by a handle that cannot be recycled, never by a
+pid. The zygote points its next child's pid namespace at the holder's and forks, holding
+the child by a pidfd of its own that it hands to the host (which never signals a pid). The
+child, still root, reads the jail's compiled seccomp filters through the holder's root
+directory (from outside the jail, before it joins), joins the holder's IPC, UTS, network
+and mount namespaces at once (`setns` on the pidfd) and takes the holder's root directory
+(as `nsenter --root` and `firejail --join` do: the jail's read-only root is a mount
+firejail stacked on the namespace's own root, which `setns` alone would give), so that it
+sees exactly the filesystem a worker's call sees. It then starts a session of its own,
+takes the jail's rlimits, drops every group, its gid, every capability from its bounding
+set and its uid for the slot's, sets no_new_privs and loads those filters (as
+`firejail --join` does). It is then a process of that jail in every way the kernel
+checks, forked from a warm interpreter: numpy and sympy are imported, its pages shared
+with the zygote until written.
 
-The child then waits for the host's go (the host has moved it into the slot's memory
-cgroup by then), applies the jail's seccomp layer (`sandbox/confine.py`), makes its
+The child moves itself into the slot's memory cgroup first (the host sends a descriptor of
+the cgroup's procs: no pid of it is written). Once in its jail it applies the jail's seccomp layer (`sandbox/confine.py`), makes its
 `__main__` and streams, and waits, made ahead, for a caller: at OpenSession its start frame
 caps its address space and names the guard of the caller's import profile. It then serves
-calls, one at a time, until its control socket closes. A call's code runs in the session's `__main__` module;
-its output goes to the session's stdout and stderr pipes, which the host reads; its result
-(the repr of a last bare expression, how it ended) comes back as a frame on the control
-socket after its output. The host interrupts a call past its time with SIGINT.
+calls, one at a time, until its control socket closes. A call's code runs in the session's
+`__main__` module; its output goes to the session's stdout and stderr pipes, which the host
+reads while a call runs; its result (the repr of a last bare expression, how it ended)
+comes back as a frame on the control socket after its output, carrying the call's own
+number. The host interrupts a call past its time with SIGINT. The zygote holds no
+configuration, token or caller data: its memory is every session's.
 
 Frames: a 4-byte big-endian length and a JSON object.
 """
@@ -49,13 +57,15 @@ import traceback
 import types
 
 CLONE_NEWPID = 0x20000000
-JOINED_NAMESPACES = ("ipc", "uts", "net", "mnt")  # pid: the zygote's child is born there
+# The holder's namespaces a session joins, all at once through its pidfd (Linux 5.8+): IPC,
+# UTS, network and mount. pid: the zygote's child is born there.
+JOINED_NAMESPACES = 0x08000000 | 0x04000000 | 0x40000000 | 0x00020000
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_SYSCALL = {"x86_64": 317, "aarch64": 277}
-FIREJAIL_FILTERS = "/run/firejail/mnt/seccomp/seccomp.list"  # the jail's compiled filters, as it sees them
+FIREJAIL_FILTERS = "run/firejail/mnt/seccomp/seccomp.list"  # the jail's compiled filters, below its root
 CONTROL_FD = 3  # in a session: its control socket
 LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -95,34 +105,29 @@ def reap():
 
 
 def fork_session(request, fds):
-    """Forks a session into the jail whose holder is request['holder'] (a host pid), or,
-    without a holder (a server run without a sandbox), here; returns its host pid."""
-    holder = request.get("holder")
-    if holder:
-        pid_namespace = open_jail_namespace(holder, "pid")
+    """Forks a session into the jail whose holder's pidfd is fds['holder'], or, without one
+    (a server run without a sandbox), here; returns a pidfd of it, and its host pid."""
+    holder = fds.get("holder")
+    if holder is not None:
+        check(LIBC.setns(holder, CLONE_NEWPID), "joining the jail's pid namespace")
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # no reaping before the pidfd
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+                become_session(request, fds)
+            except BaseException:  # nothing of a failed child may run on: the host sees it end
+                traceback.print_exc()
+            finally:
+                os._exit(70)
         try:
-            check(LIBC.setns(pid_namespace, CLONE_NEWPID), "joining the jail's pid namespace")
+            return os.pidfd_open(pid), pid
         finally:
-            os.close(pid_namespace)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            become_session(request, fds)
-        except BaseException:  # nothing of a failed child may run on: the host sees its socket close
-            traceback.print_exc()
-        finally:
-            os._exit(70)
-    return pid
-
-
-def open_jail_namespace(holder, name):
-    """A descriptor of the namespace name of the process holder, refused when it is this
-    process's own (the holder is gone and its pid taken by a process outside any jail)."""
-    fd = os.open(f"/proc/{holder}/ns/{name}", os.O_RDONLY)
-    if os.fstat(fd).st_ino == os.stat(f"/proc/self/ns/{name}").st_ino:
-        os.close(fd)
-        raise OSError(f"process {holder} is in no jail: its {name} namespace is the host's")
-    return fd
+            if holder is not None:
+                check(LIBC.setns(OWN_PID_NAMESPACE, CLONE_NEWPID), "returning to the zygote's pid namespace")
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def zygote_main(config):
@@ -153,48 +158,105 @@ def zygote_main(config):
     ZYGOTE.send_frame(out, {"ready": True, "pid": os.getpid(), "preloaded": loaded, "preload_failed": failed,
                             "huge_pages_mb": huge_mb})
     os.close(out)
-    while True:  # one request a message (a SOCK_SEQPACKET socket), with the session's 3 descriptors
-        data, fds, _, _ = socket.recv_fds(control, 1 << 16, 3)
+    global OWN_PID_NAMESPACE
+    OWN_PID_NAMESPACE = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    while True:  # one request a message (a SOCK_SEQPACKET socket), with the session's descriptors:
+        data, fds, _, _ = socket.recv_fds(control, 1 << 16, 5)  # control, stdout, stderr, holder, cgroup
         if not data:
             return
         request = json.loads(data)
+        session = []
         try:
-            if len(fds) != 3:
-                raise OSError(f"a session needs 3 descriptors, {len(fds)} came")
-            reply = {"id": request["id"], "pid": fork_session(request, fds)}
+            names = request.get("descriptors", ())
+            if len(fds) != len(names) or not {"control", "stdout", "stderr"} <= set(names):
+                raise OSError(f"a session needs its descriptors {names}, {len(fds)} came")
+            pidfd, pid = fork_session(request, dict(zip(names, fds)))
+            session = [pidfd]
+            reply = {"id": request["id"], "pid": pid}
         except OSError as exc:
             reply = {"id": request["id"], "error": str(exc)}
         finally:
             for fd in fds:
                 os.close(fd)
-        control.send(json.dumps(reply).encode())
+        try:
+            socket.send_fds(control, [json.dumps(reply).encode()], session)
+        finally:
+            for fd in session:
+                os.close(fd)
 
 
 # ---- a session's process: joining its jail (still root), then serving calls (as its slot)
 
 def become_session(request, fds):
-    control, stdout, stderr = fds
-    holder = request.get("holder")
-    if holder:
-        namespaces = {name: open_jail_namespace(holder, name) for name in JOINED_NAMESPACES}
-        for name in JOINED_NAMESPACES:
-            check(LIBC.setns(namespaces[name], 0), f"joining the jail's {name} namespace")
-            os.close(namespaces[name])
+    if "cgroup" in fds:  # the slot's memory cgroup, before anything of the jail's
+        os.write(fds["cgroup"], b"0")
+    filters = join_jail(fds["holder"], request["uid"]) if "holder" in fds else None
     os.setsid()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
-    os.dup2(stdout, 1)
-    os.dup2(stderr, 2)
-    os.dup2(control, CONTROL_FD)
+    os.dup2(fds["stdout"], 1)
+    os.dup2(fds["stderr"], 2)
+    os.dup2(fds["control"], CONTROL_FD)
     os.closerange(CONTROL_FD + 1, 1 << 16)
-    if holder:
-        drop_privileges(request)
+    if filters is not None:
+        drop_privileges(request, filters)
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["home"])
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's reaper would take the code's children
     signal.signal(signal.SIGINT, interrupt_call)
     session_main(request)
+
+
+def join_jail(holder, uid):
+    """Joins the jail of the process the pidfd holder holds: its IPC, UTS, network and
+    mount namespaces, and its root directory; returns the jail's seccomp filters, read
+    through that root from outside before joining. The jail is the slot uid's, made ahead
+    for this session: nothing of uid's has run in it but its holder."""
+    root = os.open(f"/proc/{pidfd_pid(holder)}/root", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        signal.pidfd_send_signal(holder, 0)  # alive after the open: root is the holder's own
+        filters = jail_filters(root, (0, uid))
+        own_mounts = os.stat("/proc/self/ns/mnt").st_ino
+        check(LIBC.setns(holder, JOINED_NAMESPACES), "joining the jail's namespaces")
+        if os.stat("/proc/self/ns/mnt").st_ino == own_mounts:
+            raise OSError("the holder's mount namespace is the host's: it is in no jail")
+        os.fchdir(root)
+        os.chroot(".")
+    finally:
+        os.close(root)
+    return filters
+
+
+def pidfd_pid(pidfd):
+    """The pid, in this process's pid namespace, of the process pidfd holds."""
+    with open(f"/proc/self/fdinfo/{pidfd}") as info:
+        for line in info:
+            if line.startswith("Pid:") and int(line.split()[1]) > 0:
+                return int(line.split()[1])
+    raise OSError("the jail's holder has ended")
+
+
+def jail_filters(root, owners):
+    """The compiled seccomp filters firejail made for the jail whose root directory is the
+    descriptor root: files below that root that only their owner, one of owners, may write."""
+    filters = [read_root_file(root, path.lstrip("/"), owners)
+               for path in read_root_file(root, FIREJAIL_FILTERS, owners).decode().split()]
+    if not any(filters):
+        raise OSError("the jail has no seccomp filter to join")
+    return filters
+
+
+def read_root_file(root, path, owners):
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid not in owners or info.st_mode & 0o022:
+            raise OSError(f"the jail's /{path} may be written by others than its owner {info.st_uid}")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
 
 
 def interrupt_call(signum, frame):
@@ -204,14 +266,10 @@ def interrupt_call(signum, frame):
         raise KeyboardInterrupt
 
 
-def drop_privileges(request):
+def drop_privileges(request, filters):
     """What firejail does to a process it starts in the jail, for one joining it: its
     rlimits, no groups, the slot's gid and uid, no capability left (bounding set included),
     no_new_privs, the jail's own seccomp filters."""
-    with open(FIREJAIL_FILTERS) as listing:
-        filters = [open(path.strip(), "rb").read() for path in listing if path.strip()]
-    if not any(filters):
-        raise OSError("the jail has no seccomp filter to join")
     for name, value in request["rlimits"].items():
         resource.setrlimit(getattr(resource, name), (value, value))
     uid, gid = request["uid"], request["gid"]
@@ -233,8 +291,6 @@ def drop_privileges(request):
 
 
 def session_main(request):
-    if read_frame(CONTROL_FD) is None:  # the go: the host has moved this process into the slot's cgroup
-        return
     SESSION_CONFIG["confine"].apply()
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = __builtins__
@@ -263,7 +319,7 @@ def session_main(request):
         if call is None:
             return
         number += 1
-        ZYGOTE.send_frame(CONTROL_FD, run_call(main, call, number))
+        ZYGOTE.send_frame(CONTROL_FD, {**run_call(main, call, number), "id": call.get("id")})
 
 
 def feed_stdin(text):
@@ -358,6 +414,7 @@ def run_call(main, call, number):
     return result
 
 
+OWN_PID_NAMESPACE = -1  # in the zygote: its own pid namespace, where its children are born between sessions
 SESSION_CONFIG = {}  # in the zygote: what each session needs of it (set by zygote_main)
 ZYGOTE = None  # sandbox/zygote.py's helpers (frames, streams, huge pages), loaded from the source the host sent
 IN_CALL = False  # in a session: whether a call's code runs

@@ -3,10 +3,18 @@ and one session's process (`sandbox/session_zygote.py` is the other side).
 
 A session is a process forked from one warm zygote into a jail of its slot's own: the
 same firejail command line as a worker's, as the slot's uid, with a holder that keeps the
-jail alive. The host talks to a session over three descriptors it made: a stream socket
-for frames (start, calls, results) and a pipe each for stdout and stderr, which it reads
-as they come. Nothing here decides policy (how many, when to close): that is the session
-manager's job (`toolserver/python/sessions.py`).
+jail alive. The host names the jail to the zygote by a pidfd of its holder and holds the
+session's process by a pidfd the zygote hands back: no pid is ever a handle. It talks to
+a session over three descriptors it made: a stream socket for frames (start, calls,
+results) and a pipe each for stdout and stderr.
+
+Whatever the session writes is untrusted input (its code holds all three): frames are
+read only while the host waits for one, each bounded in size, a result must carry its
+call's number, and anything else (a frame nobody asked for, one too large, one of another
+call, one that is not an object) is a broken protocol: the session is closed, never
+believed. Its stdout and stderr are read only while a call runs. A session ends when its
+process exits, whoever still holds its descriptors. Nothing here decides policy (how
+many, when to close): that is the session manager's job (`toolserver/python/sessions.py`).
 """
 
 from __future__ import annotations
@@ -121,25 +129,28 @@ class SessionZygote:
             self._stderr_tail.append(text)
             log.warning("session zygote: %s", text.rstrip())
 
-    async def fork(self, request: dict[str, Any], fds: tuple[int, int, int]) -> int:
-        """The host pid of a new session's process, forked as request says with fds (its
-        control socket, stdout and stderr); raises WorkerLost."""
+    async def fork(self, request: dict[str, Any], descriptors: dict[str, int]) -> tuple[int, int]:
+        """A pidfd and the host pid of a new session's process, forked as request says with
+        descriptors by name: its control socket, stdout and stderr, and, where there are,
+        a pidfd of its jail's holder and its memory cgroup's procs; raises WorkerLost."""
         if not self.alive or self._control is None:
             raise WorkerLost("the session zygote is not running")
-        loop = asyncio.get_running_loop()
         async with self._lock:
             self._requests += 1
-            message = json.dumps({**request, "id": self._requests}).encode()
+            message = json.dumps({**request, "id": self._requests, "descriptors": list(descriptors)}).encode()
             try:
-                socket.send_fds(self._control, [message], list(fds))
-                reply = json.loads(await loop.sock_recv(self._control, 1 << 16) or b"null")
+                socket.send_fds(self._control, [message], list(descriptors.values()))
+                data, pidfds = await receive_with_fds(self._control, 1)
+                reply = json.loads(data or b"null")
             except (OSError, ValueError) as exc:
                 raise WorkerLost(f"the session zygote's socket broke: {exc!r}") from exc
-        if not isinstance(reply, dict):
-            raise WorkerLost("the session zygote went away")
-        if "error" in reply:
-            raise WorkerLost(f"the session could not join its jail: {reply['error']}")
-        return int(reply["pid"])
+        if not isinstance(reply, dict) or "error" in reply or len(pidfds) != 1:
+            for fd in pidfds:
+                os.close(fd)
+            if not isinstance(reply, dict):
+                raise WorkerLost("the session zygote went away")
+            raise WorkerLost(f"the session could not join its jail: {reply.get('error', 'no pidfd came')}")
+        return pidfds[0], int(reply["pid"])
 
     async def close(self) -> None:
         if self._control is not None:
@@ -155,41 +166,91 @@ class SessionZygote:
             await asyncio.gather(self._stderr, return_exceptions=True)
 
 
-def session_request(spec: ZygoteSpec, slot: Slot, holder: int | None) -> dict[str, Any]:
-    """What the zygote needs to make a session of slot in the jail whose holder is holder."""
+async def receive_with_fds(sock: socket.socket, max_fds: int) -> tuple[bytes, list[int]]:
+    """The next message of a non-blocking SOCK_SEQPACKET socket and the descriptors it carried."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            data, fds, _, _ = socket.recv_fds(sock, 1 << 16, max_fds)
+            return data, fds
+        except BlockingIOError:
+            readable = loop.create_future()
+            loop.add_reader(sock.fileno(), readable.set_result, None)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(sock.fileno())
+
+
+def session_request(spec: ZygoteSpec, slot: Slot) -> dict[str, Any]:
+    """What the zygote needs to make a session of slot (its jail comes as a pidfd)."""
     policy = spec.jail
     return {
-        "holder": holder, "uid": slot.uid, "gid": slot.gid, "home": str(slot.scratch),
+        "uid": slot.uid, "gid": slot.gid, "home": str(slot.scratch),
         "env": jail_environment(slot, spec.interpreter),
         "rlimits": {"RLIMIT_NPROC": policy.max_processes, "RLIMIT_FSIZE": policy.max_file_mb << 20,
                     "RLIMIT_NOFILE": policy.max_open_files},
     }
 
 
-class SessionProcess:
-    """One session's process as the host sees it: frames in and out on its control socket,
-    its stdout and stderr read as they come and handed to `on_output` (or dropped)."""
+class ProtocolBroken(WorkerLost):
+    """The session wrote on its control socket what the host did not ask for."""
 
-    def __init__(self, pid: int, control: socket.socket, stdout: int, stderr: int) -> None:
-        self.pid = pid
+
+class SessionProcess:
+    """One session's process as the host sees it: held by a pidfd, frames read from its
+    control socket only while a frame is awaited, its stdout and stderr read only while a
+    call runs (`listen`) and handed to `on_output`."""
+
+    def __init__(self, pidfd: int, pid: int, control: socket.socket, stdout: int, stderr: int) -> None:
+        self.pidfd = pidfd
+        self.pid = pid  # for logs only: the pidfd is the handle
         self.control = control
         self.outputs = {"stdout": stdout, "stderr": stderr}
         self.on_output: Callable[[str, bytes], None] | None = None
         self.closed = False  # by the host
-        self.ended = False   # its control socket closed: the process is gone or going
-        self._buffer = b""
-        self._frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        loop = asyncio.get_running_loop()
+        self.exited = False  # the process has ended (its pidfd said so)
+        self._buffer = bytearray()
+        self._eof = False
+        self._woken: asyncio.Future[None] | None = None
         control.setblocking(False)
-        loop.add_reader(control.fileno(), self._read_control)
-        for name, fd in self.outputs.items():
+        for fd in self.outputs.values():
             os.set_blocking(fd, False)
+        asyncio.get_running_loop().add_reader(pidfd, self._process_exited)
+
+    @property
+    def ended(self) -> bool:
+        """The process is gone or going: it exited, or its control socket closed."""
+        return self.closed or self.exited or self._eof
+
+    def _process_exited(self) -> None:
+        asyncio.get_running_loop().remove_reader(self.pidfd)
+        self.exited = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self._woken is not None and not self._woken.done():
+            self._woken.set_result(None)
+
+    def listen(self, on_output: Callable[[str, bytes], None] | None) -> None:
+        """Reads the session's stdout and stderr as they come, handing them to on_output,
+        until listen(None), which reads what is left (the call's last output) and stops."""
+        loop = asyncio.get_running_loop()
+        if on_output is None:
+            for name, fd in self.outputs.items():
+                loop.remove_reader(fd)
+                self.drain(name)
+            self.on_output = None
+            return
+        self.on_output = on_output
+        for name, fd in self.outputs.items():
             loop.add_reader(fd, self.drain, name)
 
     def drain(self, name: str) -> None:
-        """Reads what the session wrote to one of its streams so far."""
+        """Reads what the session wrote to one of its streams so far: hands it to
+        on_output, or drops it between calls."""
         fd = self.outputs[name]
-        while True:
+        while not self.closed:
             try:
                 data = os.read(fd, READ_CHUNK)
             except BlockingIOError:
@@ -206,29 +267,18 @@ class SessionProcess:
         for name in self.outputs:
             self.drain(name)
 
-    def _read_control(self) -> None:
+    def unasked(self) -> bool:
+        """Whether the session wrote on its control socket while no frame was awaited (or
+        closed it)."""
+        if self._buffer or self._eof:
+            return True
         try:
-            data = self.control.recv(READ_CHUNK)
+            self.control.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
         except BlockingIOError:
-            return
+            return False
         except OSError:
-            data = b""
-        if not data:
-            asyncio.get_running_loop().remove_reader(self.control.fileno())
-            self.ended = True
-            self._frames.put_nowait(None)
-            return
-        self._buffer += data
-        while len(self._buffer) >= 4:
-            (size,) = struct.unpack(">I", self._buffer[:4])
-            if len(self._buffer) < 4 + size:
-                return
-            body, self._buffer = self._buffer[4:4 + size], self._buffer[4 + size:]
-            try:
-                message = json.loads(body)
-            except ValueError:
-                message = None
-            self._frames.put_nowait(message if isinstance(message, dict) else None)
+            pass
+        return True
 
     async def send(self, message: dict[str, Any]) -> None:
         """Sends a frame; raises WorkerLost when the session is gone."""
@@ -238,17 +288,61 @@ class SessionProcess:
         except OSError as exc:
             raise WorkerLost(f"the session's socket broke: {exc!r}") from exc
 
-    async def receive(self) -> dict[str, Any]:
-        """The next frame; raises WorkerLost once the session has closed its socket."""
-        message = await self._frames.get()
-        if message is None:
-            self._frames.put_nowait(None)
-            raise WorkerLost("the session's process ended")
-        return message
+    async def receive(self, max_size: int) -> dict[str, Any]:
+        """The next frame, read now that one is awaited; raises WorkerLost once the session's
+        process has ended or its socket closed, ProtocolBroken for a frame over max_size
+        bytes or one that is not a JSON object."""
+        size = None
+        while True:
+            if self.ended:
+                raise WorkerLost("the session's process ended")
+            if size is None and len(self._buffer) >= 4:
+                (size,) = struct.unpack(">I", self._buffer[:4])
+                if size > max_size:
+                    raise ProtocolBroken(f"the session announced a frame of {size} bytes (at most {max_size})")
+            if size is not None and len(self._buffer) >= 4 + size:
+                body = bytes(self._buffer[4:4 + size])
+                del self._buffer[:4 + size]
+                try:
+                    message = json.loads(body)
+                except ValueError as exc:
+                    raise ProtocolBroken(f"the session sent a frame that is not JSON: {exc}") from exc
+                if not isinstance(message, dict):
+                    raise ProtocolBroken("the session sent a frame that is not an object")
+                return message
+            await self._read_control(4 + (size or 0) - len(self._buffer))
+
+    async def _read_control(self, wanted: int) -> None:
+        """Reads at most wanted bytes of the control socket into the buffer, once it has some."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                data = self.control.recv(min(max(wanted, 1), READ_CHUNK))
+            except BlockingIOError:
+                self._woken = loop.create_future()
+                loop.add_reader(self.control.fileno(), self._wake)
+                try:
+                    await self._woken
+                finally:
+                    self._woken = None
+                    if not self.closed:
+                        loop.remove_reader(self.control.fileno())
+                if self.exited or self.closed:
+                    return
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                self._eof = True
+            self._buffer += data
+            return
 
     def signal(self, signum: int) -> None:
+        """Sends signum to the session's process, through its pidfd: never to another."""
+        if self.closed:
+            return
         try:
-            os.kill(self.pid, signum)
+            signal.pidfd_send_signal(self.pidfd, signum)
         except ProcessLookupError:
             pass
 
@@ -256,15 +350,15 @@ class SessionProcess:
         """Kills the process and closes the host's descriptors; idempotent."""
         if self.closed:
             return
-        self.closed = self.ended = True
         self.signal(signal.SIGKILL)
+        self.closed = True
         loop = asyncio.get_running_loop()
-        for fd in (self.control.fileno(), *self.outputs.values()):
+        for fd in (self.pidfd, self.control.fileno(), *self.outputs.values()):
             loop.remove_reader(fd)
+        self._wake()
         self.control.close()
-        for fd in self.outputs.values():
+        for fd in (self.pidfd, *self.outputs.values()):
             os.close(fd)
-        self._frames.put_nowait(None)
 
 
 @dataclass
@@ -298,22 +392,28 @@ class SessionChannels:
 async def make_session_process(zygote: SessionZygote, slot: Slot, jail: SessionJail | None,
                                cgroup: MemoryCgroup | None) -> SessionProcess:
     """A session's process forked into jail (None: no jail, a server without a sandbox),
-    in slot's memory cgroup before it runs anything of a caller's; raises WorkerLost."""
+    in slot's memory cgroup before it runs anything of a caller's; raises WorkerLost.
+
+    The process moves itself into the cgroup (through a descriptor of the cgroup's procs
+    opened here) before it joins the jail: no pid of it is ever written."""
+    if jail is not None and jail.inside_pidfd is None:
+        raise WorkerLost("the session's jail has no holder")
     channels = SessionChannels.make()
+    descriptors = dict(zip(("control", "stdout", "stderr"), channels.session_ends()))
     try:
-        pid = await zygote.fork(session_request(zygote.spec, slot, jail.inside if jail else None),
-                                channels.session_ends())
+        if jail is not None and jail.inside_pidfd is not None:
+            descriptors["holder"] = jail.inside_pidfd
+        if cgroup is not None:
+            descriptors["cgroup"] = cgroup.open_procs()
+        pidfd, pid = await zygote.fork(session_request(zygote.spec, slot), descriptors)
+    except OSError as exc:
+        channels.close_host_ends()
+        raise WorkerLost(f"the session's memory cgroup cannot be opened: {exc}") from exc
     except BaseException:
-        channels.close_session_ends()
         channels.close_host_ends()
         raise
-    channels.close_session_ends()
-    process = SessionProcess(pid, channels.host_control, channels.stdout[0], channels.stderr[0])
-    if cgroup is not None:
-        try:
-            await asyncio.get_running_loop().run_in_executor(None, cgroup.adopt, [pid])
-        except OSError as exc:
-            process.close()
-            raise WorkerLost(f"the session's process could not join its memory cgroup: {exc}") from exc
-    return process
-
+    finally:
+        channels.close_session_ends()
+        if "cgroup" in descriptors:
+            os.close(descriptors["cgroup"])
+    return SessionProcess(pidfd, pid, channels.host_control, channels.stdout[0], channels.stderr[0])

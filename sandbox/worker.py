@@ -145,6 +145,7 @@ class JailedProcess:
         self.slot = slot
         self.cgroup = cgroup
         self.inside: int | None = None  # host pid of the jailed program, once settled
+        self.inside_pidfd: int | None = None  # and a pidfd of it: what the host signals and joins it by
         self.private_dirs: tuple[str, ...] = ()  # of the jail's private_dirs, those proven its own, once settled
         self._process: asyncio.subprocess.Process | None = None
         self.cpu_nice = 0  # of its autogroup (set_cpu_nice)
@@ -213,6 +214,9 @@ class JailedProcess:
         self.inside = host_pid(root, jail_pid) or (root if namespace_pid(root) == jail_pid else None)
         if self.inside is None:
             raise OSError(f"no process of the jail is numbered {jail_pid} in it")
+        self.inside_pidfd = os.pidfd_open(self.inside)
+        if namespace_pid(self.inside) != jail_pid:  # it ended before the pidfd held it
+            raise OSError(f"the jail's process numbered {jail_pid} in it has ended")
         if self.cgroup is not None and not self.enlists_per_call:
             self.cgroup.adopt([root, *descendants(root)])
         # Without a mount namespace of its own the program is not jailed (insecure mode,
@@ -288,9 +292,13 @@ class JailedProcess:
                 pass
 
     def stop_watching(self) -> None:
+        """Stops reading the jail's stderr and lets go of its pidfd (it is gone)."""
         if self._stderr_task is not None:
             self._stderr_task.cancel()
             self._stderr_task = None
+        if self.inside_pidfd is not None:
+            os.close(self.inside_pidfd)
+            self.inside_pidfd = None
 
 
 class Zygote(JailedProcess):
@@ -362,9 +370,9 @@ class Zygote(JailedProcess):
     def cancel_call(self) -> None:
         """Asks the zygote to kill the call it runs (its caller went away): it answers at
         once, and is free for the next call. Nothing happens where it has answered already."""
-        if self.inside is not None and self.alive:
+        if self.inside_pidfd is not None and self.alive:
             with contextlib.suppress(OSError):
-                os.kill(self.inside, signal.SIGUSR1)
+                signal.pidfd_send_signal(self.inside_pidfd, signal.SIGUSR1)
 
     def _account_memory(self, reply: CallReply, memory_mb: int) -> None:
         """Applies the OOM kills of the slot's cgroup since the last call to reply."""

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from sandbox.calls import CallReply
+from sandbox.calls import CallLimits, CallReply
 from toolserver.cpp.answer import answer_lines
-from toolserver.cpp.compiler import BinaryCache, Compiled
+from toolserver.cpp.compiler import BinaryCache, Compiled, Compiler
 from toolserver.cpp.judge import case_result, verdict_of
 from toolserver.cpp.programs import compile_program, run_program
 from toolserver.cpp.schema import cpp_call_from_json, cpp_tool_spec
@@ -132,9 +132,6 @@ async def test_calls_asking_for_a_program_that_compiles_wait_for_that_compile():
             await asyncio.sleep(0.05)
             return CallReply(request.id, "OK", files={"main": b"\x7fELF"}, elapsed_us=50_000)
 
-    from sandbox.calls import CallLimits
-    from toolserver.cpp.compiler import Compiler
-
     compiler = Compiler(["/usr/bin/g++"], OnePool(), CallLimits(1, 1, 1, 1, 1, 1), cache_bytes=1 << 20)
     first = asyncio.ensure_future(compiler.compile("int main(){}", 1000, "a"))
     waiting = asyncio.ensure_future(compiler.compile("int main(){}", 1000, "b"))
@@ -144,3 +141,18 @@ async def test_calls_asking_for_a_program_that_compiles_wait_for_that_compile():
     assert compiled.ok and compiled.cached and OnePool.compiles == 1
     again = await compiler.compile("int main(){}", 1000, "c")
     assert again.cached and again.elapsed_us == 0 and OnePool.compiles == 1 and compiler.cache.hits == 1
+
+
+async def test_a_compile_is_cached_for_its_own_caller_only():
+    class CountingPool:
+        compiles = 0
+
+        async def run(self, request):
+            CountingPool.compiles += 1
+            return CallReply(request.id, "OK", files={"main": b"\x7fELF"}, elapsed_us=50_000)
+
+    compiler = Compiler(["/usr/bin/g++"], CountingPool(), CallLimits(1, 1, 1, 1, 1, 1), cache_bytes=1 << 20)
+    assert not (await compiler.compile("int main(){}", 1000, "a", owner="alice")).cached
+    other = await compiler.compile("int main(){}", 1000, "b", owner="bob")  # bob learns nothing of alice's
+    assert not other.cached and other.elapsed_us > 0 and CountingPool.compiles == 2
+    assert (await compiler.compile("int main(){}", 1000, "c", owner="alice")).cached

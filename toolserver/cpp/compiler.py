@@ -80,16 +80,19 @@ class Compiler:
         self.compiles = 0
         self._compiling: dict[str, asyncio.Future[Compiled]] = {}  # compiles running, by key
 
-    def key(self, source: str) -> str:
+    def key(self, source: str, owner: str) -> str:
+        """The cache's key of source compiled for owner: each caller's compiles are its own, so
+        that neither `cached` nor a compile's time tells one caller what another compiled."""
         digest = hashlib.sha256("\0".join(self.command).encode())
+        digest.update(b"\0" + owner.encode("utf-8", errors="surrogateescape"))
         digest.update(b"\0" + source.encode("utf-8", errors="surrogateescape"))
         return digest.hexdigest()
 
-    async def compile(self, source: str, timeout_ms: int, request_id: str) -> Compiled:
-        """The program of source, compiled within timeout_ms or found compiled. The compile
-        is a task of its own: a caller that goes away leaves it to those that wait on it,
-        and to the cache."""
-        key = self.key(source)
+    async def compile(self, source: str, timeout_ms: int, request_id: str, owner: str = "") -> Compiled:
+        """The program of source, compiled within timeout_ms or found compiled by owner
+        before. The compile is a task of its own: a caller that goes away leaves it to those
+        that wait on it, and to the cache."""
+        key = self.key(source, owner)
         if (found := self.cache.get(key)) is not None:
             return dataclasses.replace(found, cached=True, elapsed_us=0, queued_us=0)
         task = self._compiling.get(key)

@@ -79,7 +79,7 @@ class CppExecutor(PooledTool):
             raise ToolUnavailable(f"the cpp tool is not available: {self.reason}")
         cpp = self.settings.cpp
         timeout_ms = min(call.compile_timeout_ms or cpp.compile_timeout_ms, cpp.max_compile_timeout_ms)
-        compiled = await self.compiler.compile(call.source, timeout_ms, request_id)
+        compiled = await self.compiler.compile(call.source, timeout_ms, request_id, caller.name)
         if not compiled.ok:
             return compile_failed(request_id, compiled)
         cases = list(call.cases) or [pb.CppCase(stdin=call.stdin)]

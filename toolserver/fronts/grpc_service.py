@@ -32,6 +32,7 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         self.dispatcher = dispatcher
         self.policies = policies
         self.stream_window = stream_window
+        self._closing: set[asyncio.Task[None]] = set()  # sessions whose OpenSession was not answered
 
     def caller(self, context: grpc.aio.ServicerContext) -> CallerPolicy:
         return self.policies.authenticate(context.invocation_metadata())
@@ -55,7 +56,25 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         return await self.answered(context, self.list_tools, request)
 
     async def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.aio.ServicerContext) -> pb.Session:
-        return await self.answered(context, self.open_session, request)
+        """A new session; one whose answer never reaches its caller (the deadline passed or
+        the caller hung up as it was handed over) is closed: nobody could name it."""
+        session = await self.answered(context, self.open_session, request)
+        caller = self.caller(context)
+
+        def unanswered(done: grpc.aio.ServicerContext) -> None:
+            if done.cancelled():
+                task = asyncio.get_running_loop().create_task(self.close_unanswered(session.session_id, caller))
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+
+        context.add_done_callback(unanswered)
+        return session
+
+    async def close_unanswered(self, session_id: str, caller: CallerPolicy) -> None:
+        try:
+            await self.dispatcher.close_session(session_id, caller)
+        except RequestError:
+            pass  # closed already
 
     async def CloseSession(self, request: pb.CloseSessionRequest,
                            context: grpc.aio.ServicerContext) -> pb.CloseSessionResponse:

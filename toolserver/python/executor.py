@@ -15,7 +15,8 @@ from contextlib import AsyncExitStack
 
 from sandbox.calls import PROGRAM_FILE, CallLimits, CallReply, CallRequest, working_path
 from sandbox.cgroups import SlotCgroups
-from sandbox.selftest import SESSION_PROBE, Check, guard_probe, judge_guard, judge_session_probe, probe_request
+from sandbox.selftest import (SESSION_PROBE, Check, guard_probe, judge_guard, judge_mount_views, judge_session_probe,
+                              mount_view_probe, probe_request)
 from sandbox.worker import WorkerLost
 from toolserver.config import CoreSettings
 from toolserver.errors import InvalidRequest, RequestError, ToolUnavailable, Unavailable
@@ -244,32 +245,41 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
                                   memory_mb=settings.sessions.memory_mb, cgroups=context.cgroups)
         stack.push_async_callback(sessions.shutdown)
         await sessions.start()
-        await verify_session_jail(sessions, state, python.import_profile)
+        await verify_session_jail(sessions, state, python.import_profile, pools.get(WARM))
     executor = PythonExecutor(settings, pools, sessions)
     watch_python(context.metrics, executor)
     return executor
 
 
-async def verify_session_jail(sessions: SessionManager, state: ServerState, profile: str) -> None:
+async def verify_session_jail(sessions: SessionManager, state: ServerState, profile: str,
+                              pool: WorkerPool | None) -> None:
     """Proves on a real session that its process holds in its jail as a worker's call does:
     not root, no capability, no_new_privs, the jail's seccomp filters and ours, no network,
-    the host's files read-only, its home writable. A session jail that does not hold stops
-    sessions (calls are served on)."""
+    its home writable, and the filesystem a call on pool sees (the same mounts, read-only
+    root, hidden paths hidden). A session jail that does not hold stops sessions, with the
+    reason (calls are served on)."""
     if sessions.unavailable or state.insecure:
         return
+    views = mount_view_probe(sessions.spec)
     try:
         session = await sessions.open(owner="\0selftest", profile=profile)
         try:
             reply = await sessions.execute(session.session_id, "\0selftest", SESSION_PROBE, "", 20000, 65536)
+            view = await sessions.execute(session.session_id, "\0selftest", views, "", 20000, 1 << 20)
         finally:
             await sessions.close(session.session_id, "\0selftest")
     except RequestError as exc:
-        check = Check("session_jail", False, f"no session could be opened: {exc}")
+        checks = [Check("session_jail", False, f"no session could be opened: {exc}")]
     else:
-        check = judge_session_probe(reply)
-    state.checks.append(check)
-    if not check.ok:
-        sessions.refuse(f"sandbox self-test failed: {check.name} ({check.detail})")
+        checks = [judge_session_probe(reply)]
+        if pool is not None:
+            checks.append(judge_mount_views(await pool.run(probe_request("mount_view", views, max_output_bytes=1 << 20)),
+                                            view))
+    state.checks += checks
+    for check in checks:
+        if not check.ok:
+            sessions.refuse(f"sandbox self-test failed: {check.name} ({check.detail})")
+            return
 
 
 async def verify_guard(pool: WorkerPool, state: ServerState, profile: str, module: str, name: str) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
+import secrets
 import signal
 import time
 import uuid
@@ -28,7 +28,8 @@ from typing import Any
 from sandbox.calls import CallReply
 from sandbox.cgroups import MemoryCgroup, MemoryCgroups, SlotCgroups
 from sandbox.jail import Slot
-from sandbox.sessions import HOLDER_SOURCE, SessionJail, SessionProcess, SessionZygote, make_session_process
+from sandbox.sessions import (HOLDER_SOURCE, ProtocolBroken, SessionJail, SessionProcess, SessionZygote,
+                              make_session_process)
 from sandbox.slots import kill_slot_processes, prepare_scratch
 from sandbox.worker import WorkerLost, ZygoteSpec
 from toolserver.errors import Exhausted, NotFound, Unavailable
@@ -36,6 +37,7 @@ from toolserver.errors import Exhausted, NotFound, Unavailable
 log = logging.getLogger(__name__)
 
 INTERRUPT_GRACE_S = 3.0
+START_FRAME_BYTES = 4096  # a session's "waiting" and "serving" frames are a few dozen bytes
 QUIET_S = 0.1  # sessions are made ahead once OpenSession and CloseSession have been quiet this long
 MAKE_RETRY_S = 1.0  # after a session could not be made, the next try waits this long
 
@@ -205,8 +207,7 @@ class SessionManager:
                 process = await make_session_process(self.zygote, slot, jail, cgroup)
                 try:
                     async with asyncio.timeout(self.spec.start_timeout_s):
-                        await process.send({"go": True})
-                        ready = await process.receive()
+                        ready = await process.receive(START_FRAME_BYTES)
                     if not ready.get("waiting"):
                         raise WorkerLost(f"the session did not get ready: {ready!r}")
                 except (WorkerLost, TimeoutError):
@@ -314,7 +315,7 @@ class SessionManager:
             made.cap_memory(memory_mb)
             async with asyncio.timeout(self.spec.start_timeout_s):
                 await process.send({"memory_mb": memory_mb, "guard": guard})
-                serving = await process.receive()
+                serving = await process.receive(START_FRAME_BYTES)
             if not serving.get("serving"):
                 raise WorkerLost(f"the session did not serve: {serving!r}")
         except (WorkerLost, TimeoutError, OSError) as exc:
@@ -397,13 +398,26 @@ class SessionManager:
 
     async def execute(self, session_id: str, owner: str, code: str, stdin: str, timeout_ms: int,
                       max_output_bytes: int) -> CallReply:
-        """Runs code in the owner's session; returns a reply as a zygote's (with no id)."""
+        """Runs code in the owner's session; returns a reply as a zygote's (with no id). A
+        call whose caller goes away is interrupted as one past its time (the session is
+        closed where that does not stop it), so the session's next call gets its own answer."""
         session = self.get(session_id, owner)
+        abandoned = asyncio.Event()
+        call = asyncio.get_running_loop().create_task(
+            self._execute(session, code, stdin, timeout_ms, max_output_bytes, abandoned))
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
+
+    async def _execute(self, session: Session, code: str, stdin: str, timeout_ms: int, max_output_bytes: int,
+                       abandoned: asyncio.Event) -> CallReply:
         async with session.lock:  # the reaper leaves a locked session alone
             if not session.alive:
-                raise NotFound(f"session {session_id!r} was closed")
+                raise NotFound(f"session {session.session_id!r} was closed")
             try:
-                reply = await self._run(session, code, stdin, timeout_ms, max_output_bytes)
+                reply = await self._run(session, code, stdin, timeout_ms, max_output_bytes, abandoned)
             finally:
                 session.last_used = time.monotonic()
             self._account_memory(session, reply)
@@ -421,37 +435,37 @@ class SessionManager:
         session.oom_kills = kills
 
     async def _run(self, session: Session, code: str, stdin: str, timeout_ms: int,
-                   max_output_bytes: int) -> CallReply:
+                   max_output_bytes: int, abandoned: asyncio.Event) -> CallReply:
         process = session.process
         outputs = {"stdout": OutputCap(max_output_bytes), "stderr": OutputCap(max_output_bytes)}
         reply = CallReply("", "OK")
         started = time.monotonic()
-        process.drain_all()  # what the session wrote between calls is nobody's
-        process.on_output = lambda name, data: outputs[name].add(data)
         result: dict[str, Any] | None = None
         interrupted = False
-        try:
-            await process.send({"code": code, "stdin": stdin, "max_output_bytes": max_output_bytes})
-            receiving = asyncio.get_running_loop().create_task(process.receive())
+        broken = ""
+        number = secrets.token_hex(8)  # the session's answer must carry it: no frame written earlier can
+        if process.unasked():
+            broken = "the session wrote on its control socket between calls"
+        else:
+            process.drain_all()  # what the session wrote between calls is nobody's
+            process.listen(lambda name, data: outputs[name].add(data))
             try:
-                done, _ = await asyncio.wait({receiving}, timeout=timeout_ms / 1000.0)
-                if not done:
-                    interrupted = True
-                    process.signal(signal.SIGINT)
-                    done, _ = await asyncio.wait({receiving}, timeout=INTERRUPT_GRACE_S)
+                result, interrupted = await self._answer(
+                    session, {"id": number, "code": code, "stdin": stdin, "max_output_bytes": max_output_bytes},
+                    timeout_ms / 1000.0, result_frame_bytes(max_output_bytes), abandoned)
+                if result is not None and result.get("id") != number:
+                    raise ProtocolBroken("the session answered with a frame that is not this call's")
+            except ProtocolBroken as exc:
+                broken, result = str(exc), None
+            except WorkerLost:
+                result = None
             finally:
-                if not receiving.done():
-                    receiving.cancel()
-            if done:
-                result = receiving.result()
-        except WorkerLost:
-            result = None
-        finally:
-            if not process.closed:
-                process.drain_all()
-            process.on_output = None
+                process.listen(None)
         if result is None:
-            if interrupted and session.alive and not process.ended:
+            if broken:
+                reply.outcome, reply.exit_code, reply.error = (
+                    "CRASHED", -1, f"{broken}: the session broke its protocol and is closed")
+            elif interrupted and session.alive and not process.ended:
                 reply.outcome, reply.exit_code, reply.error = (
                     "TIMEOUT", -1, f"time limit of {timeout_ms} ms exceeded; the session did not stop, session closed")
             else:
@@ -465,12 +479,38 @@ class SessionManager:
                 reply.outcome, reply.exit_code, reply.error = call_error(
                     str(result["ename"]), result.get("evalue", ""), interrupted, timeout_ms)
                 if result["ename"] == "SystemExit":
-                    reply.exit_code = int(result.get("exit_code") or 1)
+                    exit_code = result.get("exit_code")
+                    reply.exit_code = exit_code if isinstance(exit_code, int) and exit_code else 1
             reply.truncated = bool(result.get("value_cut"))
         reply.stdout, reply.stderr = outputs["stdout"].text(), outputs["stderr"].text()
         reply.truncated = reply.truncated or outputs["stdout"].truncated or outputs["stderr"].truncated
         reply.elapsed_us = int((time.monotonic() - started) * 1e6)
         return reply
+
+    async def _answer(self, session: Session, call: dict[str, Any], timeout_s: float, max_size: int,
+                      abandoned: asyncio.Event) -> tuple[dict[str, Any] | None, bool]:
+        """Sends call and waits for the session's answer: until timeout_s, or until the
+        caller goes away (abandoned), then interrupts it and waits INTERRUPT_GRACE_S more.
+        Returns the answer (None: none came) and whether the call was interrupted; raises
+        WorkerLost (ProtocolBroken)."""
+        process = session.process
+        await process.send(call)
+        loop = asyncio.get_running_loop()
+        receiving = loop.create_task(process.receive(max_size))
+        given_up = loop.create_task(abandoned.wait())
+        interrupted = False
+        try:
+            done, _ = await asyncio.wait({receiving, given_up}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            if receiving not in done:
+                interrupted = True
+                process.signal(signal.SIGINT)
+                done, _ = await asyncio.wait({receiving}, timeout=INTERRUPT_GRACE_S)
+        finally:
+            given_up.cancel()
+            if not receiving.done():
+                receiving.cancel()
+                await asyncio.gather(receiving, return_exceptions=True)
+        return (receiving.result() if receiving in done else None), interrupted
 
     async def _reap_idle(self) -> None:
         while not self._closed:
@@ -497,6 +537,12 @@ class SessionManager:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         await self.zygote.close()
         self._slot_cgroups.remove_all()
+
+
+def result_frame_bytes(max_output_bytes: int) -> int:
+    """The largest result frame a session may send: a value of max_output_bytes characters,
+    each at most 12 bytes as JSON escapes it, and room for the rest."""
+    return 12 * max_output_bytes + 65536
 
 
 def call_error(name: str, evalue: Any, interrupted: bool, timeout_ms: int) -> tuple[str, int, str]:

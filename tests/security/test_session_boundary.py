@@ -1,0 +1,274 @@
+"""A session is as hard a boundary as a call: the same view of the host, and nothing it
+writes can make the server act on anything but that session.
+
+Every probe runs as a stateless call and in a session, on sessions of three kinds (one
+made ahead, one made on demand, one on a slot a closed session used), and the two answers
+must be equal. Then the session's wire is attacked as its code can: a main process that
+exits while a child keeps its descriptors (and a victim takes its pid), an endless frame,
+a flood of frames, a forged answer, a caller that goes away mid-call, opens whose caller
+is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from sandbox.slots import processes_of_uid
+from toolclient.client import NotFound
+from toolserver.v1 import toolserver_pb2 as pb
+from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
+
+from tests.conftest import RunningServer
+from tests.integration.test_metrics import scrape
+
+WORLD_WRITABLE = Path("/srv/toolserver-test-1777")  # a host directory anyone may write, outside every tmp
+
+PROBES = {
+    "root read-only": "import os\nbool(os.statvfs('/').f_flag & os.ST_RDONLY)",
+    "mount view": "import os\nsorted(l.split()[4].replace(os.environ['HOME'], '~') + ' ' + l.split()[5][:2] "
+                  "for l in open('/proc/self/mountinfo'))",
+    "server tree": f"import os\nos.path.exists({str(Path(__file__).resolve().parents[2])!r} + '/README.md')",
+    "host write": f"import os\ntry:\n    open({str(WORLD_WRITABLE)!r} + '/probe', 'w').close()\n    r = 'written'\n"
+                  "except OSError as e:\n    r = type(e).__name__\nr",
+    "shadow": "try:\n    open('/etc/shadow').read(1)\n    r = 'read'\nexcept OSError as e:\n    r = type(e).__name__\nr",
+    "network": "import socket\ntry:\n    socket.create_connection(('127.0.0.1', SERVER_PORT), timeout=1)\n"
+               "    r = 'reached'\nexcept OSError as e:\n    r = type(e).__name__\nr",  # the host's loopback
+    "interfaces": "sorted(l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:])",
+    "processes": "import os\nlen([p for p in os.listdir('/proc') if p.isdigit()]) < 8",  # its jail's only
+    "signal every process": "import os, signal\ntry:\n    os.kill(-1, 0)\n    r = 'some'\n"
+                            "except OSError as e:\n    r = type(e).__name__\nr",
+    "system v ipc": "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nlibc.shmget(0, 4096, 0o1666) < 0",
+    "uid": "import os\nos.getuid() != 0 and os.geteuid() != 0",
+    "capabilities": "[l.split()[1] for l in open('/proc/self/status') if l.startswith(('CapEff', 'CapBnd'))]",
+    "no new privileges": "[l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')]",
+    "hostname": "import socket\nsocket.gethostname()",
+}
+
+
+@pytest.fixture(scope="module")
+def boundary_server(tmp_path_factory):
+    WORLD_WRITABLE.mkdir(exist_ok=True)
+    WORLD_WRITABLE.chmod(0o1777)
+    running = RunningServer(tmp_path_factory.mktemp("boundary"), workers=1, sessions=2, slim_workers=0,
+                            scientific_workers=0, config="[sessions]\nready = 1\n")
+    yield running
+    running.stop()
+    subprocess.run(["rm", "-rf", str(WORLD_WRITABLE)], check=False)
+
+
+def value(client, code: str, session_id: str = "", port: int = 0) -> str:
+    reply = client.run_python(code.replace("SERVER_PORT", str(port)), session_id=session_id)
+    assert reply.outcome == pb.OK, (code, reply.error, reply.python.stderr)
+    return reply.python.value
+
+
+@pytest.fixture(scope="module")
+def call_answers(boundary_server):
+    with boundary_server.client() as client:
+        return {name: value(client, code, port=boundary_server.port) for name, code in PROBES.items()}
+
+
+@pytest.mark.parametrize("kind", ["made ahead", "made on demand", "after its slot's reuse"])
+def test_a_session_sees_and_reaches_what_a_call_does(boundary_server, call_answers, kind):
+    with boundary_server.client() as client:
+        held = []
+        if kind == "made on demand":
+            held.append(client.open_session())  # takes the one made ahead: the next is made now
+        elif kind == "after its slot's reuse":
+            for _ in range(2):  # both slots used and closed: the next session is on a slot used before
+                first, second = client.open_session(), client.open_session()
+                value(client, "open('left', 'w').write('x')", first.session_id)
+                client.close_session(first.session_id)
+                client.close_session(second.session_id)
+        session = client.open_session()
+        try:
+            answers = {name: value(client, code, session.session_id, boundary_server.port)
+                       for name, code in PROBES.items()}
+        finally:
+            for opened in (session, *held):
+                client.close_session(opened.session_id)
+    assert answers == call_answers
+    assert call_answers["root read-only"] == "True" and call_answers["server tree"] == "False"
+    assert call_answers["host write"] != "'written'" and not any(WORLD_WRITABLE.iterdir())
+
+
+def session_main_pid(uid: int) -> int:
+    """The host pid of a session's own process: its slot's Python, not firejail's nor the holder's."""
+    for pid in processes_of_uid(uid):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+        except OSError:
+            continue
+        if command.endswith(b"python") or b"python3" in command:
+            return pid
+    raise AssertionError("no session process")
+
+
+def uid_of_session(client, session_id: str) -> int:
+    return int(value(client, "import os\nos.getuid()", session_id))
+
+
+def place_process_at(pid: int) -> subprocess.Popen | None:
+    """A host process (root, outside any jail) started on pid, as a process that took a freed
+    pid would be; None when another process took it first."""
+    for _ in range(50):
+        Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+        victim = subprocess.Popen(["sleep", "60"])
+        if victim.pid == pid:
+            return victim
+        victim.kill()
+        victim.wait()
+    return None
+
+
+def test_a_session_ends_when_its_process_exits_and_no_freed_pid_is_signalled(boundary_server):
+    with boundary_server.client() as client:
+        session = client.open_session()
+        main = session_main_pid(uid_of_session(client, session.session_id))
+        started = time.monotonic()
+        reply = client.run_python("import os, time\nif os.fork() == 0:\n    time.sleep(60)\nos._exit(0)",
+                                  session_id=session.session_id, timeout_ms=30000)
+        assert reply.outcome == pb.CRASHED and time.monotonic() - started < 10  # its child holds fd 3 and the pipes
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{main}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        victim = place_process_at(main)
+        if victim is None:
+            pytest.skip("the freed pid was taken by another process first")
+        try:
+            with pytest.raises(NotFound):
+                client.close_session(session.session_id)
+            other = client.open_session()
+            client.run_python("import time\ntime.sleep(5)", session_id=other.session_id, timeout_ms=200)  # SIGINT
+            client.close_session(other.session_id)  # SIGKILL
+            time.sleep(0.5)
+            assert victim.poll() is None, "the server signalled a process that took a session's freed pid"
+        finally:
+            victim.kill()
+            victim.wait()
+
+
+def server_cpu_s(server: RunningServer) -> float:
+    fields = Path(f"/proc/{server.process.pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_rss_mb(server: RunningServer) -> float:
+    for line in Path(f"/proc/{server.process.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+ENDLESS_FRAME = """
+import os, struct
+os.write(3, struct.pack('>I', 2**31))
+block = b'x' * (1 << 20)
+for _ in range(96):
+    os.write(3, block)
+"""
+
+FRAME_FLOOD = """
+import json, os, struct, threading
+frame = json.dumps({'value': 'forged'}).encode()
+frame = struct.pack('>I', len(frame)) + frame
+def flood():
+    for _ in range(14_000_000 // len(frame) // 64):
+        os.write(3, frame * 64)
+threading.Thread(target=flood).start()
+"""
+
+
+def another_callers_latency_s(server: RunningServer, stop: threading.Event, seen: list[float]) -> None:
+    with server.client() as client:
+        while not stop.is_set():
+            started = time.monotonic()
+            client.run_python("1 + 1")
+            seen.append(time.monotonic() - started)
+
+
+@pytest.mark.parametrize("attack", ["endless frame", "frame flood"])
+def test_a_hostile_wire_closes_its_session_and_costs_the_server_nothing(boundary_server, attack):
+    code = ENDLESS_FRAME if attack == "endless frame" else FRAME_FLOOD
+    with boundary_server.client() as client:
+        session = client.open_session()
+        cpu, rss = server_cpu_s(boundary_server), server_rss_mb(boundary_server)
+        stop, latencies = threading.Event(), []
+        other = threading.Thread(target=another_callers_latency_s, args=(boundary_server, stop, latencies))
+        other.start()
+        try:
+            first = client.run_python(code, session_id=session.session_id, timeout_ms=10000)
+            time.sleep(1)  # the flood goes on after its call
+            second = None
+            if first.outcome == pb.OK:
+                second = client.run_python("'mine'", session_id=session.session_id)
+        finally:
+            stop.set()
+            other.join(30)
+        broken = first if first.outcome != pb.OK else second
+        assert broken is not None and broken.outcome == pb.CRASHED and "protocol" in broken.error
+        assert broken.python.value != "forged"
+        with pytest.raises(NotFound):
+            client.run_python("1", session_id=session.session_id)
+        assert server_cpu_s(boundary_server) - cpu < 3.0
+        assert server_rss_mb(boundary_server) - rss < 40
+        assert latencies and sorted(latencies)[len(latencies) // 2] < 0.5
+
+
+def test_a_forged_answer_is_not_believed(boundary_server):
+    forge = ("import json, os, struct\nframe = json.dumps({'value': \"'forged'\", 'id': 'guess'}).encode()\n"
+             "os.write(3, struct.pack('>I', len(frame)) + frame)\n'real'")
+    with boundary_server.client() as client:
+        session = client.open_session()
+        reply = client.run_python(forge, session_id=session.session_id)
+        assert reply.outcome == pb.CRASHED and "protocol" in reply.error and reply.python.value != "'forged'"
+        with pytest.raises(NotFound):
+            client.run_python("1", session_id=session.session_id)
+
+
+def test_a_cancelled_call_is_interrupted_and_the_next_call_gets_its_own_answer(boundary_server):
+    with boundary_server.client() as client:
+        session = client.open_session()
+        try:
+            with grpc.insecure_channel(boundary_server.target) as channel:
+                stub = pb_grpc.ToolServerStub(channel)
+                request = pb.ExecuteRequest(python=pb.PythonCall(code="n = 0\nwhile True:\n    n += 1",
+                                                                 session_id=session.session_id),
+                                            limits=pb.Limits(timeout_ms=60000))
+                with pytest.raises(grpc.RpcError) as cancelled:
+                    stub.Execute(request, timeout=1.0)
+                assert cancelled.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+            started = time.monotonic()
+            reply = client.run_python("n > 0, 'second'", session_id=session.session_id, timeout_ms=20000)
+            assert reply.outcome == pb.OK and reply.python.value == "(True, 'second')"
+            assert time.monotonic() - started < 10  # the loop was interrupted, not waited out
+            assert client.run_python("'third'", session_id=session.session_id).python.value == "'third'"
+        finally:
+            client.close_session(session.session_id)
+
+
+def test_opens_whose_caller_is_gone_close_what_they_made(boundary_server):
+    def sessions_open() -> float:
+        return scrape(boundary_server)["toolserver_sessions_open"]
+
+    before = sessions_open()
+    with grpc.insecure_channel(boundary_server.target) as channel:
+        stub = pb_grpc.ToolServerStub(channel)
+        for timeout in (0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3):
+            try:
+                opened = stub.OpenSession(pb.OpenSessionRequest(), timeout=timeout)
+            except grpc.RpcError as exc:
+                assert exc.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
+            else:
+                stub.CloseSession(pb.CloseSessionRequest(session_id=opened.session_id))
+    deadline = time.monotonic() + 30
+    while sessions_open() > before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sessions_open() == before
