@@ -37,7 +37,6 @@ import threading
 import time
 from pathlib import Path
 
-import grpc
 
 import toolserver  # noqa: F401  (turns gRPC fork support off before grpc is used)
 from sandbox.calls import CallRequest

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import json
 import logging
 import os
@@ -80,6 +81,7 @@ class SessionZygote:
         self.spec = spec
         self.hello: dict[str, Any] = {}
         self._process: asyncio.subprocess.Process | None = None
+        self._pidfd: int | None = None  # the zygote's: what it is killed through
         self._control: socket.socket | None = None
         self._lock = asyncio.Lock()
         self._requests = 0
@@ -104,6 +106,8 @@ class SessionZygote:
             raise WorkerLost(f"cannot start the session zygote: {exc}") from exc
         finally:
             theirs.close()
+        with contextlib.suppress(ProcessLookupError):  # gone already: start fails below
+            self._pidfd = os.pidfd_open(self._process.pid)
         ours.setblocking(False)
         self._control = ours
         self._stderr = asyncio.get_running_loop().create_task(self._log_stderr())
@@ -156,11 +160,12 @@ class SessionZygote:
         if self._control is not None:
             self._control.close()
             self._control = None
-        if self._process is not None and self._process.returncode is None:
-            try:
-                os.killpg(self._process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        if self._pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._process is not None:
             await self._process.wait()
         if self._stderr is not None:
             await asyncio.gather(self._stderr, return_exceptions=True)

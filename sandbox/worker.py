@@ -146,6 +146,8 @@ class JailedProcess:
         self.cgroup = cgroup
         self.inside: int | None = None  # host pid of the jailed program, once settled
         self.inside_pidfd: int | None = None  # and a pidfd of it: what the host signals and joins it by
+        self._firejail_pidfd: int | None = None  # firejail's, from its start
+        self._init_pidfd: int | None = None  # the jail's PID namespace's init's, once settled
         self.private_dirs: tuple[str, ...] = ()  # of the jail's private_dirs, those proven its own, once settled
         self._process: asyncio.subprocess.Process | None = None
         self.cpu_nice = 0  # of its autogroup (set_cpu_nice)
@@ -185,6 +187,8 @@ class JailedProcess:
             )
         except OSError as exc:
             raise WorkerLost(f"cannot start the jail: {exc}") from exc
+        with contextlib.suppress(ProcessLookupError):  # gone already: nothing of it to kill
+            self._firejail_pidfd = os.pidfd_open(self._process.pid)
         self._watch_stderr()
         payload = json.dumps({"config": config, "source": source, "name": name}).encode()
         try:
@@ -217,6 +221,11 @@ class JailedProcess:
         self.inside_pidfd = os.pidfd_open(self.inside)
         if namespace_pid(self.inside) != jail_pid:  # it ended before the pidfd held it
             raise OSError(f"the jail's process numbered {jail_pid} in it has ended")
+        init = host_pid(root, 1)
+        if init is not None and init != root:  # a PID namespace of its own: its init holds every process of it
+            self._init_pidfd = os.pidfd_open(init)
+            if namespace_pid(init) != 1:
+                raise OSError("the jail's init has ended")
         if self.cgroup is not None and not self.enlists_per_call:
             self.cgroup.adopt([root, *descendants(root)])
         # Without a mount namespace of its own the program is not jailed (insecure mode,
@@ -282,23 +291,24 @@ class JailedProcess:
         self.stop_watching()
 
     def signal_kill(self) -> None:
-        """SIGKILLs the jail's process group: firejail, the init of the jail's PID
-        namespace, with it (the kernel then kills every process in that namespace)."""
-        process = self._process
-        if process is not None and process.returncode is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """SIGKILLs the init of the jail's PID namespace (the kernel then kills every
+        process in that namespace) and firejail, each through a pidfd: never a process
+        that took a number of theirs. A jail not yet settled has only firejail's, and the
+        program it started (no PID namespace: insecure mode) only its own."""
+        for pidfd in (self._init_pidfd, self.inside_pidfd, self._firejail_pidfd):
+            if pidfd is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
 
     def stop_watching(self) -> None:
-        """Stops reading the jail's stderr and lets go of its pidfd (it is gone)."""
+        """Stops reading the jail's stderr and lets go of its pidfds (it is gone)."""
         if self._stderr_task is not None:
             self._stderr_task.cancel()
             self._stderr_task = None
-        if self.inside_pidfd is not None:
-            os.close(self.inside_pidfd)
-            self.inside_pidfd = None
+        for pidfd in (self.inside_pidfd, self._init_pidfd, self._firejail_pidfd):
+            if pidfd is not None:
+                os.close(pidfd)
+        self.inside_pidfd = self._init_pidfd = self._firejail_pidfd = None
 
 
 class Zygote(JailedProcess):

@@ -141,20 +141,16 @@ def client_args(args: argparse.Namespace) -> dict[str, str | None]:
 def cmd_call(args: argparse.Namespace) -> int:
     from google.protobuf.json_format import MessageToDict
 
-    from toolclient.client import ToolClient, ToolServerError
+    from toolclient.client import ToolClient
     from toolserver.v1 import toolserver_pb2 as pb
 
     code = sys.stdin.read() if args.code == "-" else args.code
     with ToolClient(args.target, **client_args(args)) as client:
-        try:
-            if args.tool == "cpp":
-                response = client.execute(pb.ExecuteRequest(cpp=pb.CppCall(source=code, stdin=args.stdin),
-                                                            limits=pb.Limits(timeout_ms=args.timeout_ms)))
-            else:
-                response = client.run_python(code, stdin=args.stdin, timeout_ms=args.timeout_ms)
-        except ToolServerError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+        if args.tool == "cpp":
+            response = client.execute(pb.ExecuteRequest(cpp=pb.CppCall(source=code, stdin=args.stdin),
+                                                        limits=pb.Limits(timeout_ms=args.timeout_ms)))
+        else:
+            response = client.run_python(code, stdin=args.stdin, timeout_ms=args.timeout_ms)
     if args.json:
         print(json.dumps(MessageToDict(response, preserving_proto_field_name=True), indent=2))
     else:
@@ -262,6 +258,8 @@ COMMANDS = {"serve": cmd_serve, "call": cmd_call, "tools": cmd_tools, "info": cm
 
 
 def main(argv: list[str] | None = None) -> int:
+    from toolclient.client import ToolServerError
+
     args = build_parser().parse_args(argv)
     try:
         status = COMMANDS[args.command](args) if args.command in COMMANDS else args.run(args)
@@ -269,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         return status
     except ConfigError as exc:
         print(f"config error: {exc}", file=sys.stderr)
+        return 2
+    except ToolServerError as exc:  # every verb that asks a server: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         # The reader went away (`toolserver tools | head`): stop quietly, as shell tools do;

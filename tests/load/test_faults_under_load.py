@@ -5,7 +5,6 @@ recovers by itself."""
 from __future__ import annotations
 
 import asyncio
-import os
 import pwd
 import signal
 import threading

@@ -43,7 +43,10 @@ def test_results_carry_run_success_success_and_reason():
     wrong = result("b", pb.ExecuteResponse(outcome=pb.OK, stdout="8\n"), "9")
     assert wrong["run_success"] and not wrong["success"]
     slow = result("c", pb.ExecuteResponse(outcome=pb.TIMEOUT, error="wall time limit of 5000 ms exceeded"), None)
-    assert slow["reason"] == "worker_timeout" and "wall time" in slow["stderr"]
+    assert slow["reason"] == "worker_timeout" and "wall time" in slow["error"] and slow["stderr"] == ""
+    failed = result("g", pb.ExecuteResponse(outcome=pb.ERROR, stderr="Traceback ...\nValueError: 3\n",
+                                            error="ValueError: 3", python=pb.PythonResult(exit_code=1)), None)
+    assert failed["stderr"] == "Traceback ...\nValueError: 3\n" and failed["error"] == "ValueError: 3"
     assert result("d", pb.ExecuteResponse(outcome=pb.CRASHED), None)["reason"] == "internal_error"
     segfault = pb.ExecuteResponse(outcome=pb.CRASHED, error="killed by signal SIGSEGV", python=pb.PythonResult(exit_code=-11))
     assert result("f", segfault, None)["reason"] == ""  # the program's own end, not the server's

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import subprocess
-import time
 from contextlib import AsyncExitStack
 
 from sandbox.calls import CallLimits, CallRequest

@@ -6,8 +6,12 @@
 order. Per item: `run_success` (the program exited 0 in time), `success` (for /run the
 same; for /judge also its output equals `expected_output`), `stdout`, `stderr`, `cost`
 (seconds) and `reason`: "" or `worker_timeout`, `queue_timeout` (refused by
-backpressure: resend exactly those), `internal_error`. Unlike code-judge, output cut at
-the server's cap says so (`truncated`). `GET /ping` and `GET /status` answer as it does.
+backpressure: resend exactly those), `internal_error`. `stdout` and `stderr` are the
+program's own, byte for byte as code-judge gives them (a model trained against one and
+served by the other sees the same tool output); the server's one-line explanation of an
+end that is not a success goes in a field of its own, `error`, and output cut at the
+server's cap says so (`truncated`), where code-judge says nothing. `GET /ping` and
+`GET /status` answer as it does.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from starlette.routing import Route
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable
 from toolserver.fronts.http_guard import parsed_body
-from toolserver.fronts.http_json import counted_reply, infrastructure_failed, status_for, with_error
+from toolserver.fronts.http_json import counted_reply, infrastructure_failed, status_for
 from toolserver.output_match import same_output
 from toolserver.policy import CallerPolicy
 from toolserver.text import valid_text
@@ -64,17 +68,16 @@ def result(sub_id: str, response: pb.ExecuteResponse, expected: str | None) -> d
     ran = response.outcome == pb.OK
     reason = "internal_error" if infrastructure_failed(response) else \
         "worker_timeout" if response.outcome == pb.TIMEOUT else ""
-    stderr = response.stderr if ran else with_error(response.stderr, response.error)
     return {"sub_id": sub_id, "run_success": ran, "success": ran and (expected is None or
                                                                       same_output(response.stdout, expected)),
-            "cost": response.elapsed_us / 1e6, "reason": reason, "stdout": response.stdout, "stderr": stderr,
-            "truncated": response.truncated}
+            "cost": response.elapsed_us / 1e6, "reason": reason, "stdout": response.stdout,
+            "stderr": response.stderr, "truncated": response.truncated, "error": response.error}
 
 
 def refused(sub_id: str, error: RequestError) -> dict[str, Any]:
     reason = "queue_timeout" if isinstance(error, (Exhausted, Unavailable)) else "internal_error"
     return {"sub_id": sub_id, "run_success": False, "success": False, "cost": 0.0, "reason": reason,
-            "stdout": "", "stderr": valid_text(str(error)), "truncated": False}
+            "stdout": "", "stderr": "", "truncated": False, "error": valid_text(str(error))}
 
 
 class CodeJudgeFront:

@@ -24,12 +24,12 @@ from mcp.types import INTERNAL_ERROR, CallToolResult, ListToolsResult, TextConte
 from mcp.types import Tool as MCPTool
 
 from toolserver.answer_text import answer_text
-from toolserver.contract import SESSION_TOOL
+from toolserver.contract import SESSION_TOOL, TOOL_NAMES
 from toolserver.v1 import toolserver_pb2 as pb
 
-INSTRUCTIONS = ("Run Python in an isolated sandbox (sympy, numpy, mpmath available), search offline "
-                "document indexes, and check Lean 4 proofs. Open a python session to keep variables "
-                "between calls.")
+INSTRUCTIONS = (f"Tools that run in isolated sandboxes on this server: {', '.join(TOOL_NAMES)}; each is listed "
+                f"with what it does and its JSON schema (a tool the server or your policy does not serve is "
+                f"left out). Open a {SESSION_TOOL} session to keep variables between {SESSION_TOOL} calls.")
 CALL_DEADLINE_S = 120.0  # no tool call waits longer for its answer, on either backend
 OPEN, CLOSE = f"{SESSION_TOOL}_session_open", f"{SESSION_TOOL}_session_close"
 SESSION_TOOLS = (
