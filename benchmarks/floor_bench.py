@@ -37,7 +37,6 @@ import threading
 import time
 from pathlib import Path
 
-
 import toolserver  # noqa: F401  (turns gRPC fork support off before grpc is used)
 from sandbox.calls import CallRequest
 from sandbox.jail import Slot, jail_environment
@@ -45,9 +44,9 @@ from sandbox.slots import discover_slots, kill_slot_processes, prepare_scratch, 
 from sandbox.worker import Zygote, program_argv
 from toolclient.bench import bench_stream, bench_unary, machine_cores
 from toolclient.bench_workloads import get_workload
-from toolserver.settings import Settings
-from toolserver.python.jails import slim_spec, zygote_spec
 from toolserver.grants import effective_limits
+from toolserver.python.jails import slim_spec, zygote_spec
+from toolserver.settings import Settings
 from toolserver.v1 import toolserver_pb2 as pb
 
 TICK = os.sysconf("SC_CLK_TCK")

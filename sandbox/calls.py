@@ -16,7 +16,6 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-
 # The call's code is written to this file in its working directory and run as
 # `python3 main.py` would run it (sandbox/zygote.py keeps the same name).
 PROGRAM_FILE = "main.py"
@@ -58,7 +57,7 @@ class CallReply:
     session's process, a worker lost). The scheduler adds the time it waited."""
 
     id: str                 # the request's; "" where the answer is no zygote's (a session's call)
-    outcome: str            # OK, ERROR, TIMEOUT, MEMORY_LIMIT, DENIED, CRASHED, INVALID, or REROUTE
+    outcome: str            # OK, ERROR, TIMEOUT, MEMORY_LIMIT, OUTPUT_LIMIT, DENIED, CRASHED, INVALID, or REROUTE
                             # (a slim zygote hands the call back; error names the module)
     stdout: str = ""
     stderr: str = ""
@@ -69,6 +68,7 @@ class CallReply:
     elapsed_us: int = 0
     queued_us: int = 0      # waiting for a worker; the host's own, never on the wire
     files: dict[str, bytes] = field(default_factory=dict)  # the request's fetch_files that were found
+    needs: str = ""         # REROUTE: the module the call reached for, which its worker does not offer
 
     @classmethod
     def from_wire(cls, frame: dict[str, Any]) -> CallReply:
@@ -79,7 +79,8 @@ class CallReply:
                    stdout=str(frame.get("stdout", "")), stderr=str(frame.get("stderr", "")),
                    value=str(frame.get("value", "")), error=str(frame.get("error", "")),
                    exit_code=int(frame.get("exit_code", 0)), truncated=bool(frame.get("truncated", False)),
-                   elapsed_us=int(frame.get("elapsed_us", 0)), files=decoded_files(frame.get("files")))
+                   elapsed_us=int(frame.get("elapsed_us", 0)), files=decoded_files(frame.get("files")),
+                   needs=str(frame.get("needs", "")))
 
     def note_oom_kills(self, killed: int, error: str) -> None:
         """A call during which the OOM killer ended processes (killed of them) hit its

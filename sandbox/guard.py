@@ -196,7 +196,7 @@ def install_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offer
         install()
 
 
-def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=None):
+def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=None, missing=None):
     """A profile's guard made ready to install: returns the function that installs it in
     the process that calls it, for good, or None when the profile refuses nothing and
     nothing is to be rerouted. A zygote makes its guards once, after its preloads and
@@ -208,7 +208,9 @@ def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=
     docstring. not_offered: called with the name of the first module this process does
     not offer that anything in the call imports, before any check: one outside the
     standard library, or one of LOAD_BEFORE_REMOVAL that was not loaded (a slim zygote's
-    call ends there, to run again where that module is preloaded)."""
+    call ends there, to run again where that module is preloaded); or, where missing names
+    top-level modules, one of those (a warm zygote hands a call that imports the data
+    stack to a scientific one)."""
     allowed = None if allowed is None else frozenset(allowed)
     denied = frozenset(denied)
     if allowed is None and not denied and not refuse_actions and not_offered is None:
@@ -221,8 +223,12 @@ def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=
     own_pid = os.getpid()  # set again when installed: the pid of the call's process
     busy = []
 
+    missing = None if missing is None else frozenset(missing)
+
     def check_offered(name):
-        if not_offered is not None and isinstance(name, str) and top_level(name) not in offered:
+        if not_offered is None or not isinstance(name, str):
+            return
+        if (top_level(name) not in offered) if missing is None else (top_level(name) in missing):
             not_offered(name)
 
     def check_name(name, from_callers_code):

@@ -386,7 +386,7 @@ def run_call(main, call, number):
                 if value is not None:
                     main.__dict__["_"] = value
                     text = repr(value)
-                    cap = call.get("max_output_bytes", 1 << 20)
+                    cap = call.get("value_chars", 1 << 20)
                     result["value"], result["value_cut"] = text[:cap], len(text) > cap
         except SystemExit as exc:
             code = exc.code

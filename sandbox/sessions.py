@@ -35,8 +35,7 @@ from typing import Any, Callable
 from sandbox.cgroups import MemoryCgroup
 from sandbox.jail import Slot, jail_environment, runtime_environment
 from sandbox.slots import kill_slot_processes
-from sandbox.worker import (BOOTSTRAP, CONFINE_SOURCE, GUARD_SOURCE, ZYGOTE_SOURCE, JailedProcess, WorkerLost,
-                            ZygoteSpec)
+from sandbox.worker import BOOTSTRAP, CONFINE_SOURCE, GUARD_SOURCE, ZYGOTE_SOURCE, JailedProcess, WorkerLost, ZygoteSpec
 
 log = logging.getLogger(__name__)
 

@@ -91,6 +91,8 @@ class ZygoteSpec:
     guard: GuardPolicy | None = None  # None: no Python-level policy, the jail alone
     reroute_outside_stdlib: bool = False  # a call importing beyond the standard library ends REROUTE
                                           # (a slim zygote's; needs the guard, which sees imports)
+    hand_back: tuple[str, ...] = ()  # top-level modules whose import ends a call REROUTE (a warm
+                                     # zygote's: what only the scientific ones preload; needs the guard)
     jail: JailPolicy = field(default_factory=JailPolicy)
     insecure_no_sandbox: bool = False
     start_timeout_s: float = 60.0
@@ -340,6 +342,7 @@ class Zygote(JailedProcess):
                 "confine_source": CONFINE_SOURCE,
                 "guard": None if self.spec.guard is None else self.spec.guard.config(),
                 "reroute_outside_stdlib": self.spec.reroute_outside_stdlib,
+                "hand_back": list(self.spec.hand_back),
                 "cgroup_fds": cgroup_fds,
             }, tuple(cgroup_fds.values()))
         finally:

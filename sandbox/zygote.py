@@ -23,7 +23,13 @@ jail's /tmp, /var/tmp and /dev/shm before it forks the next call's process.
 A slim zygote (config `reroute_outside_stdlib`) preloads standard modules only, and not
 those that load a denied module (the guard's LOAD_BEFORE_REMOVAL): a call whose code
 imports anything outside the standard library, or one of those, ends at that import with
-the result kind "reroute" (outcome REROUTE), and the host runs it again on a warm zygote.
+the result kind "reroute" (outcome REROUTE, naming the module), and the host runs it again
+on a zygote that preloads that module. A warm zygote (config `hand_back`: the data stack,
+which only scientific zygotes preload) hands back a call at the import of one of those
+modules the same way: code whose imports no look at its text could see (base64 in `exec`,
+a computed `__import__`) still runs where its modules are warm. A call handed back has
+done nothing anyone sees: its output is dropped and its jail wiped, and it runs again from
+the start.
 
 What this does not protect against on its own: anything the jail around it does not
 stop. The child runs with the zygote's uid, so it can kill the zygote (the host then
@@ -628,7 +634,7 @@ def run_call(child, request, payload):
         os.set_blocking(fd, False)
     open_fds = set(captures)
     deadline = started + request["timeout_ms"] / 1000.0
-    timed_out = over_scratch = False
+    timed_out = over_scratch = over_output = False
     status = None
     while open_fds or status is None:
         if not open_fds and captures[child.res_r].size:
@@ -653,15 +659,19 @@ def run_call(child, request, payload):
         for fd in readable:
             if fd != child.pidfd and not read_available(fd, captures[fd]):
                 open_fds.discard(fd)
+        if captures[child.out_r].truncated or captures[child.err_r].truncated:
+            over_output = True  # a judge's output limit: the program stops at the cut
+            break
         if child.pidfd in readable:
             _, status = os.waitpid(child.pid, 0)
             for fd in list(open_fds):
                 drain(fd, captures[fd])
             break
     elapsed = time.monotonic() - started
+    over_output = over_output or captures[child.out_r].truncated or captures[child.err_r].truncated
     if scratch_cap and not over_scratch and scratch_used() - scratch_base >= scratch_cap:
         over_scratch = True  # it filled the home and ended before a poll saw it
-    if timed_out or over_scratch:
+    if timed_out or over_scratch or over_output:
         try:
             os.killpg(child.pid, signal.SIGKILL)
         except OSError:
@@ -671,7 +681,7 @@ def run_call(child, request, payload):
         for fd in list(open_fds):
             drain(fd, captures[fd])
     return classify(request, status, timed_out, elapsed,
-                    captures[child.out_r], captures[child.err_r], captures[child.res_r], over_scratch)
+                    captures[child.out_r], captures[child.err_r], captures[child.res_r], over_scratch, over_output)
 
 
 def tmpfs_directories(directories):
@@ -758,7 +768,7 @@ def clean_up(child):
             wipe(directory)
 
 
-def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=False):
+def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=False, over_output=False):
     """The result frame of a call (the host reads it as sandbox.calls.CallReply)."""
     reply = {
         "id": request["id"],
@@ -789,7 +799,12 @@ def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=Fa
         signalled = False  # an uncaught KeyboardInterrupt, reported: python3 then ends by SIGINT
     if result.get("kind") == "reroute" and not (timed_out or over_scratch or signalled):
         reply["outcome"] = "REROUTE"
-        reply["error"] = f"needs module {result.get('module', '')!s}, which this worker does not offer"
+        reply["needs"] = str(result.get("module", ""))
+        reply["error"] = f"needs module {reply['needs']}, which this worker does not offer"
+    elif over_output:
+        streams = " and ".join(name for name, capture in (("stdout", out), ("stderr", err)) if capture.truncated)
+        reply["outcome"] = "OUTPUT_LIMIT"
+        reply["error"] = f"output limit of {request['max_output_bytes']} bytes exceeded on {streams}: stopped there"
     elif over_scratch:
         reply["outcome"] = "ERROR"
         reply["error"] = f"scratch space limit of {request['max_scratch_mb']} MB exceeded"
@@ -910,13 +925,14 @@ def make_guards(policy):
     if policy is None:
         return {}
     writable = (HOME, *PRIVATE_DIRS)
-    outside = reroute if REROUTE_OUTSIDE_STDLIB else None
-    return {name: GUARD.make_guard(rules["allowed"], rules["denied"], writable, rules["refuse_actions"], outside)
+    outside = reroute if REROUTE_OUTSIDE_STDLIB or HAND_BACK else None
+    return {name: GUARD.make_guard(rules["allowed"], rules["denied"], writable, rules["refuse_actions"], outside,
+                                   HAND_BACK or None)
             for name, rules in policy["profiles"].items()}
 
 
 def main(config):
-    global GUARD, GUARDS, REROUTE_OUTSIDE_STDLIB, HOME, PRIVATE_DIRS, SCRATCH_DIRS
+    global GUARD, GUARDS, REROUTE_OUTSIDE_STDLIB, HAND_BACK, HOME, PRIVATE_DIRS, SCRATCH_DIRS
     HOME = os.environ.get("HOME", "")
     if not os.path.isabs(HOME) or HOME == "/":
         raise SystemExit(f"HOME {HOME!r} is no scratch directory: the zygote wipes it after every call")
@@ -934,6 +950,7 @@ def main(config):
     GUARD = load_source("guard", config["guard_source"])
     policy = config.get("guard")
     REROUTE_OUTSIDE_STDLIB = bool(config.get("reroute_outside_stdlib"))
+    HAND_BACK = frozenset(config.get("hand_back", ()))
     loaded, failed = preload(config.get("preload", []))
     if policy is not None and not REROUTE_OUTSIDE_STDLIB and any(rules["denied"] for rules in policy["profiles"].values()):
         GUARD.load_before_removal()
@@ -996,6 +1013,7 @@ PROGRAM_FILE = "main.py"  # the call's code, in its working directory (sandbox.c
 GUARD = None  # the guard's module, set by main from the config
 GUARDS = {}  # import profile -> the installer of its guard, or None where it refuses nothing
 REROUTE_OUTSIDE_STDLIB = False
+HAND_BACK = frozenset()  # top-level modules whose import ends a call REROUTE (a warm zygote's: the data stack)
 HOME = ""  # the jail's home, the call's working directory: set by main
 PRIVATE_DIRS = ()  # the jail's own /tmp, /var/tmp and /dev/shm: writable, wiped after every call
 SCRATCH_DIRS = ()  # one directory of each filesystem a call may write: its scratch usage

@@ -8,8 +8,14 @@ if [ "$(id -u)" -eq 0 ]; then "${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin/tool
 # podman, runc and debootstrap for tests/container/ (marker container), which build the image themselves.
 if [ "$(id -u)" -eq 0 ]; then bash "$ROOT/deploy/build-local.sh" --tools; fi
 cd "$ROOT"
+VENV_BIN="${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin"
+# The lint and type gates (their configuration: [tool.ruff] and [tool.mypy] in pyproject.toml).
+echo "test.sh: ruff check"
+"$VENV_BIN/ruff" check .
+echo "test.sh: mypy (strict on the contract, the settings and the sandbox's wire)"
+"$VENV_BIN/mypy"
 status=0
-"${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin/python" -m pytest -q -ra "$@" || status=$?
+"$VENV_BIN/python" -m pytest -q -ra "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "test.sh: pytest collected no tests" >&2
   exit 1

@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+import grpc  # noqa: E402
 import pytest
 
 import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc loads)
-import grpc  # noqa: E402
 from sandbox.jail import Slot
 from sandbox.slots import discover_slots, slot_user_name
 from toolclient.client import NotFound, ToolClient
@@ -226,9 +226,10 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def jail_server(tmp_path_factory):
     """A server with no Python-level guard at all (the default profile installs none, and
-    without slim workers there is no reroute hook either): what its calls meet is the
-    jail alone."""
-    running = RunningServer(tmp_path_factory.mktemp("jail"), workers=2, sessions=1, slim_workers=0)
+    without slim or scientific workers there is no hook that hands a call back either):
+    what its calls meet is the jail alone."""
+    running = RunningServer(tmp_path_factory.mktemp("jail"), workers=2, sessions=1, slim_workers=0,
+                            scientific_workers=0)
     yield running
     running.stop()
 

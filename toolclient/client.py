@@ -136,9 +136,10 @@ def auth_metadata(token: str | None) -> tuple[tuple[str, str], ...]:
 
 
 def channel_options(options: Sequence[tuple[str, object]]) -> list[tuple[str, object]]:
-    """Round-robin across every address a target resolves to (dns:///, ipv4:a,b,...)
-    unless the caller's options say otherwise."""
-    merged: dict[str, object] = {"grpc.lb_policy_name": "round_robin"}
+    """Round-robin across every address a target resolves to (dns:///, ipv4:a,b,...), and
+    answers of any size (a call's output is capped by the server, 16 MiB a stream by
+    default), unless the caller's options say otherwise."""
+    merged: dict[str, object] = {"grpc.lb_policy_name": "round_robin", "grpc.max_receive_message_length": -1}
     merged.update(dict(options))
     return list(merged.items())
 

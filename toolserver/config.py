@@ -35,7 +35,8 @@ class LimitCaps:
 
     timeout_ms: int = 10_000          # wall time; CPU time is capped at the same plus 1 s
     memory_mb: int = 1024             # address space on top of the warm interpreter
-    max_output_bytes: int = 65_536    # per stream (stdout, stderr); the rest is dropped
+    max_output_bytes: int = 16 << 20  # per stream (stdout, stderr), sized for judges: a program that
+                                      # prints more is stopped there (outcome OUTPUT_LIMIT)
     max_processes: int = 32           # RLIMIT_NPROC for the call (threads count too)
     max_file_mb: int = 16             # RLIMIT_FSIZE: largest file a call may write
     max_open_files: int = 128         # RLIMIT_NOFILE
@@ -50,7 +51,7 @@ class DefaultLimits:
 
     timeout_ms: int = 5_000
     memory_mb: int = 512
-    max_output_bytes: int = 16_384
+    max_output_bytes: int = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -219,8 +220,6 @@ class CoreSettings:
                                   f"limits.{name} ({getattr(self.limits, name)})")
         if self.limits.max_processes > self.sandbox.jail_max_processes:
             raise ConfigError("limits.max_processes exceeds sandbox.jail_max_processes")
-        if self.limits.max_output_bytes * 4 > self.server.max_message_bytes:
-            raise ConfigError("limits.max_output_bytes is too large for server.max_message_bytes")
         if not os.path.isabs(self.sandbox.scratch_root):
             raise ConfigError("sandbox.scratch_root must be an absolute path")
         if self.sandbox.memory_cgroup not in ("auto", "required", "off"):
@@ -330,4 +329,6 @@ def load_settings(kind: type[SettingsType], path: str | os.PathLike[str] | None 
     for dotted, value in overrides.items():
         section, _, name = dotted.partition(".")
         values.setdefault(section, {})[name] = value
-    return _build(kind, values, "").validate()
+    settings: SettingsType = _build(kind, values, "")
+    settings.validate()
+    return settings

@@ -26,8 +26,7 @@ from sandbox.jail import Slot, firejail_path
 from sandbox.selftest import Check, failed, run_self_test
 from sandbox.slots import discover_slots
 from sandbox.worker import ZygoteSpec
-from toolserver.config import LOOPBACK_HOSTS, WILDCARD_HOSTS
-from toolserver.config import CoreSettings
+from toolserver.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, CoreSettings
 from toolserver.contract import SERVICE_NAME
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import ConfigError
@@ -168,8 +167,10 @@ async def serve_grpc(settings: CoreSettings, dispatcher: Dispatcher, policies: P
                      bound_port: list[int] | None) -> None:
     """Serves the gRPC front until SIGTERM or SIGINT, then drains it."""
     state = dispatcher.state
+    # Requests are capped (server.max_message_bytes); answers are what [limits] let a call
+    # print and fetch, each part capped there, so the send side has no cap of its own.
     options = [("grpc.max_receive_message_length", settings.server.max_message_bytes),
-               ("grpc.max_send_message_length", settings.server.max_message_bytes),
+               ("grpc.max_send_message_length", -1),
                ("grpc.so_reuseport", 0)]
     server = grpc.aio.server(options=options, interceptors=[AuthInterceptor(policies)])
     add_to_server(ToolServerService(dispatcher, policies, settings.server.max_stream_inflight), server)

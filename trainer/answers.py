@@ -68,8 +68,12 @@ def to_sympy_text(latex: str) -> str | None:
 
 
 def _parse(text: str):
-    from sympy.parsing.sympy_parser import (convert_xor, implicit_multiplication_application, parse_expr,
-                                            standard_transformations)
+    from sympy.parsing.sympy_parser import (
+        convert_xor,
+        implicit_multiplication_application,
+        parse_expr,
+        standard_transformations,
+    )
     source = to_sympy_text(text)
     if source is None:
         return None

@@ -17,7 +17,6 @@ from typing import Any
 from trainer.formats import FORMATS
 from trainer.rewards import REWARDS
 
-
 BACKENDS = ("torch", "hf", "vllm")
 
 

@@ -18,16 +18,14 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+import grpc  # noqa: E402
 import pytest
 import yaml
-
-import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc loads)
-import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 
-from toolclient.client import ToolClient  # noqa: E402
-
+import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc loads)
 from tests.conftest import ROOT, free_port  # noqa: E402
+from toolclient.client import ToolClient  # noqa: E402
 
 COMPOSE = ROOT / "deploy" / "compose.yaml"
 BUILD = ROOT / "deploy" / "build-local.sh"

@@ -15,11 +15,10 @@ import time
 import pytest
 from grpc_health.v1 import health_pb2
 
+from tests.container.conftest import ROOT, ServerContainer, compose_service, podman
 from toolclient.client import Unavailable
 from toolserver.settings import Settings
 from toolserver.v1 import toolserver_pb2 as pb
-
-from tests.container.conftest import ROOT, ServerContainer, compose_service, podman
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(900)]
 

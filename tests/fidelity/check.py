@@ -10,8 +10,8 @@ import importlib
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from toolserver.settings import Settings
 from tests.fidelity.oracle import run_plain
+from toolserver.settings import Settings
 
 
 def main() -> int:

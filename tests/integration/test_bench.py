@@ -8,10 +8,9 @@ import sys
 
 import pytest
 
+from tests.conftest import ROOT, RunningServer, free_port
 from toolclient.bench import run_bench
 from toolclient.bench_workloads import Program, Workload, get_workload
-
-from tests.conftest import ROOT, RunningServer, free_port
 
 
 def test_bench_unary_stream_and_baseline(server, capsys):

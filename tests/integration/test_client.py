@@ -10,9 +10,21 @@ import grpc
 import pytest
 
 from tests.conftest import free_port
-from toolclient.client import (RETRYABLE_CODES, AsyncToolClient, DeadlineExceeded, InvalidArgument, NotFound,
-                               PermissionDenied, ResourceExhausted, ToolClient, ToolServerError, Unavailable,
-                               error_from, may_retry, python_request)
+from toolclient.client import (
+    RETRYABLE_CODES,
+    AsyncToolClient,
+    DeadlineExceeded,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+    ToolClient,
+    ToolServerError,
+    Unavailable,
+    error_from,
+    may_retry,
+    python_request,
+)
 from toolserver.v1 import toolserver_pb2 as pb
 
 NOT_STARTED = (("toolserver-not-started", "1"),)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
 import os
 import pwd
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -17,10 +17,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from sandbox.slots import processes_of_uid
+from tests.conftest import RunningServer
 from toolclient.client import Unavailable
 from toolserver.v1 import toolserver_pb2 as pb
-
-from tests.conftest import RunningServer
 
 FAKE_FIREJAIL = """#!/bin/sh
 # Behaves like firejail that believes it is inside a container: it runs the program

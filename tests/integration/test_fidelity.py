@@ -20,14 +20,13 @@ from typing import Any
 
 import pytest
 
-from toolclient.client import python_request
-from toolserver.settings import Settings
-from toolserver.v1 import toolserver_pb2 as pb
-
 from tests.conftest import ROOT, RunningServer, free_port, lent_slots
 from tests.fidelity import programs_data, programs_numeric, programs_semantics, programs_text
 from tests.fidelity.oracle import Ran, run_plain
 from tests.fidelity.program import Program, normalize
+from toolclient.client import python_request
+from toolserver.settings import Settings
+from toolserver.v1 import toolserver_pb2 as pb
 
 pytestmark = pytest.mark.slow
 

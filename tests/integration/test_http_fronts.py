@@ -252,9 +252,12 @@ def test_a_runaway_submission_is_a_worker_timeout(endpoint):
     assert not item["success"] and item["reason"] == "worker_timeout"
 
 
-def test_truncated_output_is_said(endpoint):
-    item = requests.post(f"{endpoint}/run", json={"solution": "print('x' * 10**6)"}, timeout=60).json()
-    assert item["truncated"] and len(item["stdout"]) < 10**6
+def test_output_past_the_cap_is_said_and_no_success(endpoint):
+    whole = requests.post(f"{endpoint}/run", json={"solution": "print('x' * 10**6)"}, timeout=60).json()
+    assert whole["run_success"] and not whole["truncated"] and whole["stdout"] == "x" * 10**6 + "\n"
+    item = requests.post(f"{endpoint}/run", json={"solution": "print('x' * (17 << 20))"}, timeout=120).json()
+    assert item["truncated"] and not item["run_success"] and not item["success"] and item["reason"] == ""
+    assert item["stdout"] == "x" * (16 << 20) and "output limit" in item["error"]
 
 
 @pytest.mark.parametrize("path, body, message", [

@@ -16,11 +16,11 @@ import pytest
 from tests.conftest import ROOT, RunningServer, free_port
 from tests.integration.test_metrics import scrape
 from tests.security.conftest import POLICY_FILE, TOKENS
-from toolserver.settings import Settings
 from toolserver.dispatch import Dispatcher
 from toolserver.fronts.http import start_http
 from toolserver.policy import Policies
 from toolserver.registry import ToolRegistry
+from toolserver.settings import Settings
 from toolserver.state import ServerState
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra: pip install -e '.[mcp]'")

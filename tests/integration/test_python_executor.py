@@ -5,6 +5,8 @@ guard off (the guard would refuse their fork, ctypes and socket calls first)."""
 
 from __future__ import annotations
 
+import base64
+
 import grpc
 import pytest
 
@@ -66,11 +68,14 @@ def test_segfault_is_crashed(jail_client):
     assert "SIGSEGV" in response.error
 
 
-def test_output_truncated_at_cap(client):
-    response = client.run_python("print('a' * 100000)", max_output_bytes=1000)
-    assert response.outcome == pb.OK
-    assert response.truncated
-    assert len(response.stdout.encode()) == 1000
+def test_output_past_its_cap_is_the_output_limit_with_what_came_before(client):
+    response = client.run_python("import time\nprint('a' * 100000, flush=True)\ntime.sleep(30)",
+                                 max_output_bytes=1000, timeout_ms=20000)
+    assert response.outcome == pb.OUTPUT_LIMIT and "output limit of 1000 bytes exceeded on stdout" in response.error
+    assert response.truncated and response.stdout == "a" * 1000
+    assert response.elapsed_us < 10_000_000  # stopped at the cut, not at its time limit
+    exact = client.run_python("import sys\nsys.stdout.write('b' * 1000)", max_output_bytes=1000)
+    assert exact.outcome == pb.OK and not exact.truncated and exact.stdout == "b" * 1000
 
 
 def test_invalid_utf8_output_is_replaced(client):
@@ -198,3 +203,20 @@ def test_files_are_refused_on_a_session_call(client):
         assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT and "fresh interpreter" in str(refused.value)
     finally:
         client.close_session(session.session_id)
+
+
+HIDDEN = "import base64\nexec(base64.b64decode({!r}).decode())\n"
+
+
+@pytest.mark.parametrize("shape", ["base64 in exec", "computed __import__"])
+def test_code_whose_imports_are_hidden_runs_where_they_are_preloaded(client, shape):
+    inner = ("import sys\nprint('before', 'pandas' in sys.modules)\n"
+             "import numpy\nimport pandas\nprint(pandas.Series([1, 2]).sum())")
+    if shape == "base64 in exec":
+        code = HIDDEN.format(base64.b64encode(inner.encode()).decode())
+    else:
+        code = inner.replace("import numpy\nimport pandas", "numpy = __import__('ypmun'[::-1])\n"
+                                                             "pandas = __import__('sadnap'[::-1])")
+    response = client.run_python(code, timeout_ms=20000)
+    assert response.outcome == pb.OK, response.error
+    assert response.stdout == "before True\n3\n"  # once, from the run on a worker that holds pandas

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
-
 from pathlib import Path
 
 import pytest
 
 from sandbox.slots import discover_slots, kill_slot_processes
-
-from toolclient.client import ToolClient, ToolServerError
-
 from tests.conftest import RunningServer
 from tests.integration.test_metrics import scrape
+from toolclient.client import ToolClient, ToolServerError
 
 OK_CALLS = 'toolserver_calls_total{outcome="OK",tool="python"}'
 

@@ -11,10 +11,9 @@ import urllib.request
 import grpc
 import pytest
 
+from tests.conftest import RunningServer
 from toolclient.client import NotFound
 from toolserver.v1 import toolserver_pb2 as pb
-
-from tests.conftest import RunningServer
 
 
 def in_session(client, session_id: str, code: str, stdin: str = "", **limits) -> pb.ExecuteResponse:

@@ -14,12 +14,11 @@ import grpc
 import pytest
 
 from sandbox.slots import processes_of_uid, signal_processes_of_uid
+from tests.conftest import RunningServer
+from tests.integration.test_metrics import scrape
 from toolclient.client import AsyncToolClient, NotFound, ToolServerError, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
-
-from tests.conftest import RunningServer
-from tests.integration.test_metrics import scrape
 
 WORKERS = 3
 

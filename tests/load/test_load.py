@@ -16,10 +16,9 @@ import time
 import aiohttp
 import pytest
 
+from tests.conftest import RunningServer, free_port
 from toolclient.client import AsyncToolClient, python_request
 from toolserver.v1 import toolserver_pb2 as pb
-
-from tests.conftest import RunningServer, free_port
 
 CALLS = 20_000
 CONCURRENCY = 256

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from toolserver.policy import token_hash
-
 from tests.conftest import RunningServer
+from toolserver.policy import token_hash
 
 TOKENS = {"alice": "alice-token-7f3a", "bob": "bob-token-91c2", "carol": "carol-token-55d0",
           "dave": "dave-token-0b4e"}

@@ -9,12 +9,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from toolclient.client import (NotFound, PermissionDenied, ResourceExhausted, ToolClient, Unauthenticated,
-                               python_request)
+from tests.security.conftest import TOKENS
+from toolclient.client import NotFound, PermissionDenied, ResourceExhausted, ToolClient, Unauthenticated, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
-
-from tests.security.conftest import TOKENS
 
 
 def as_caller(server, name: str | None, token: str | None = None) -> ToolClient:

@@ -8,13 +8,12 @@ import sys
 
 import pytest
 
+from tests.conftest import ROOT
 from toolclient.client import ToolClient, Unavailable
 from toolserver.errors import ConfigError, PermissionDenied
 from toolserver.lean.rules import LeanRules
 from toolserver.policy import token_hash, validate_against_settings
 from toolserver.settings import load_policies, load_settings
-
-from tests.conftest import ROOT
 
 
 def serve_and_fail(*args: str) -> subprocess.CompletedProcess:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from toolserver.v1 import toolserver_pb2 as pb
-
 from tests.security.test_attacks import still_serving
+from toolserver.v1 import toolserver_pb2 as pb
 
 # Each deny-listed module through every import path, and each denied action.
 BYPASSES = {

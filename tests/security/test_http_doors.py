@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import RunningServer, free_port
 from tests.integration.test_metrics import scrape

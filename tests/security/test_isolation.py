@@ -19,11 +19,10 @@ import grpc
 import pytest
 
 from sandbox.slots import processes_of_uid
+from tests.security.test_attacks import still_serving
 from toolclient.client import PermissionDenied, python_request
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
-
-from tests.security.test_attacks import still_serving
 
 HOST_VISIBLE = Path("/var/lib/toolserver")  # read-only inside every jail, writable by the host
 
@@ -291,8 +290,9 @@ def test_session_output_is_capped_as_it_arrives(server, client):
     session = client.open_session()
     try:
         before = server_rss_mb(server)
-        response = in_session(client, session.session_id, "print('y' * 100_000_000)", timeout_ms=30000)
-        assert response.outcome == pb.OK and response.truncated and len(response.stdout) <= 16384
+        response = in_session(client, session.session_id, "print('y' * 100_000_000)", timeout_ms=30000,
+                              max_output_bytes=16384)
+        assert response.outcome == pb.OUTPUT_LIMIT and response.truncated and len(response.stdout) <= 16384
         background = ("import threading, sys, time\ndef flood():\n    for _ in range(320):\n"
                       "        sys.stdout.write('z' * (1 << 20))\n        time.sleep(0.005)\n"
                       "threading.Thread(target=flood, daemon=True).start()\n'started'")

@@ -7,8 +7,7 @@ import pytest
 from toolclient.client import AsyncToolClient
 from trainer.answers import equivalent, last_boxed, to_sympy_text
 from trainer.formats import ToRLFormat
-from trainer.rewards import (AnswerChecker, RewardContext, Task, auto_reward, get_reward, math_reward,
-                             task_from_row)
+from trainer.rewards import AnswerChecker, RewardContext, Task, auto_reward, get_reward, math_reward, task_from_row
 from trainer.tool_runner import ToolRunner
 
 

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from toolserver.policy import validate_against_settings
-from toolserver.settings import Settings, load_policies, load_settings
 from toolserver.server import LOOPBACK_HOSTS, load_caller_policies
+from toolserver.settings import Settings, load_policies, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DEPLOY = ROOT / "deploy"

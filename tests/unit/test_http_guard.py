@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from toolserver.settings import load_policies, load_settings
+from tests.security.conftest import POLICY_FILE, TOKENS
 from toolserver.errors import InvalidRequest
 from toolserver.fronts.http_guard import BODY, CALLER, HttpGuard, JsonRoute, host_name, parsed_body
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import Policies
-
-from tests.security.conftest import POLICY_FILE, TOKENS
+from toolserver.settings import load_policies, load_settings
 
 ROUTES = {"/run_code": JsonRoute(), "/run/batch": JsonRoute(batch=True), "/mcp": JsonRoute(reads_raw=True)}
 JSON = {"content-type": "application/json"}

@@ -21,9 +21,9 @@ from sandbox.worker import ZygoteSpec
 from tests.conftest import lent_slots
 from tests.fakes.lean_repl_standin import standin_command
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, ToolUnavailable, Unavailable
-from toolserver.lean.jails import repl_spec
 from toolserver.lean.executor import LeanExecutor, ToolchainMissing, find_toolchain, lean_call_from_json
 from toolserver.lean.header import parse_header
+from toolserver.lean.jails import repl_spec
 from toolserver.lean.pool import ReplPool
 from toolserver.lean.repl import Toolchain
 from toolserver.lean.rules import LeanRules

@@ -15,7 +15,6 @@ from toolserver.errors import Exhausted
 from toolserver.zygotes.pool import WorkerPool
 
 
-
 def request(code: str, request_id: str = "r", timeout_ms: int = 5000) -> CallRequest:
     return CallRequest(request_id, code, CallLimits(timeout_ms=timeout_ms, memory_mb=256, max_output_bytes=4096,
                                                     max_processes=16, max_file_mb=1, max_open_files=64))

@@ -10,7 +10,6 @@ from toolserver.python.settings import ImportProfile
 from toolserver.settings import load_settings
 from toolserver.v1 import toolserver_pb2 as pb
 
-
 SMALL = {"sandbox.slots": 64, "sessions.max_sessions": 4}  # a server with few sessions
 
 def extra_slots(overrides: dict) -> int:

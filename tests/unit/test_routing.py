@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from toolserver.python.routing import CallRouter, imported_modules, scientific_only
 from toolserver.settings import Settings
-from toolserver.python.routing import CallRouter, imported_modules
 
 ROUTER = CallRouter(Settings().python.preload)
 
@@ -53,3 +53,13 @@ def test_other_code_runs_warm(code):
 def test_a_router_without_warm_modules_looks_at_imports_only():
     router = CallRouter(("math", "json"))
     assert router.runs_slim("x = 'sympy'") and not router.runs_slim("import sympy")
+
+
+def test_a_call_handed_back_runs_where_its_module_is_preloaded():
+    settings = Settings().python
+    router = CallRouter(settings.preload, settings.scientific_preload)
+    assert router.route_handed_back("pandas") == router.route_handed_back("matplotlib.pyplot") == "scientific"
+    assert router.route_handed_back("sklearn.linear_model") == "scientific"
+    assert router.route_handed_back("numpy") == router.route_handed_back("sympy") == "warm"
+    assert router.route_handed_back("some_package_of_the_runtime") == "warm"
+    assert not scientific_only(settings.preload, settings.scientific_preload) & {"numpy", "sympy", "math", "json"}

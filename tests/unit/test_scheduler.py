@@ -17,9 +17,9 @@ from sandbox.worker import ZygoteSpec
 from toolserver.cpus import available_cpus
 from toolserver.deadline import answer_within
 from toolserver.errors import Busy
-from toolserver.zygotes.pool import WorkerPool
 from toolserver.python.routing import RUNS_ON, SLIM, WARM
 from toolserver.zygotes.cpu_shares import nice_for
+from toolserver.zygotes.pool import WorkerPool
 from toolserver.zygotes.scheduler import START_MARGIN_S, Scheduler
 
 SPEC = ZygoteSpec(interpreter=sys.executable, preload=(), jail=JailPolicy(

@@ -14,8 +14,18 @@ import pytest
 from toolserver.search.cli import add_index_parser, run_index_command
 from toolserver.search.corpus import CorpusError, Document, read_corpus
 from toolserver.search.index import (
-    Analyzer, DenseUnavailable, IndexExists, IndexProblem, SearchIndex, build_index, list_indexes,
-    load_encoder, load_index, rrf, top_k)
+    Analyzer,
+    DenseUnavailable,
+    IndexExists,
+    IndexProblem,
+    SearchIndex,
+    build_index,
+    list_indexes,
+    load_encoder,
+    load_index,
+    rrf,
+    top_k,
+)
 from toolserver.search.settings import SearchSettings
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "search"

@@ -2,11 +2,11 @@ from pathlib import Path
 
 import pytest
 
-from toolserver.settings import load_settings
 from toolserver.errors import ConfigError
 from toolserver.jails import project_paths
 from toolserver.python.jails import zygote_spec
 from toolserver.server import advertised_address, load_caller_policies
+from toolserver.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

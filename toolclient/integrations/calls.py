@@ -27,8 +27,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from toolserver.answer_text import answer_text
 from toolclient.client import AsyncToolClient, InvalidArgument, ToolClient, python_request
+from toolserver.answer_text import answer_text
 from toolserver.v1 import toolserver_pb2 as pb
 
 ENV_PREFIX = "TOOLSERVER_"

@@ -31,11 +31,11 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 from skyrl_gym.envs.search.utils import em_check, extract_solution
 from skyrl_gym.tools.core import ToolGroup, tool
 
-from toolserver.answer_text import answer_text
 from toolclient.client import ToolServerError
-from toolserver.contract import TOOL_NAMES
 from toolclient.integrations.calls import CallStats, FleetConfig, fleet_calls
 from toolclient.integrations.model_calls import ToolCall, hermes_calls, tagged_calls
+from toolserver.answer_text import answer_text
+from toolserver.contract import TOOL_NAMES
 
 ENV_ID = "toolserver"
 DEFAULT_MAX_TURNS = 5

@@ -29,10 +29,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from toolserver.answer_text import answer_text
 from toolclient.client import NotFound, ToolServerError
-from toolserver.contract import TOOL_NAMES
 from toolclient.integrations.calls import CallStats, FleetConfig, FleetConfigError, ModelTools, fleet_calls
+from toolserver.answer_text import answer_text
+from toolserver.contract import TOOL_NAMES
 
 log = logging.getLogger(__name__)
 

@@ -38,11 +38,17 @@ from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from toolserver.answer_text import answer_text
 from toolclient.client import NotFound, ToolServerError, python_request
+from toolclient.integrations.calls import (
+    CallStats,
+    FleetCalls,
+    FleetConfig,
+    FleetConfigError,
+    fleet_calls,
+    function_schema,
+)
+from toolserver.answer_text import answer_text
 from toolserver.contract import SESSION_TOOL, TOOL_NAMES
-from toolclient.integrations.calls import (CallStats, FleetCalls, FleetConfig, FleetConfigError, fleet_calls,
-                                           function_schema)
 from toolserver.output_match import same_output
 from toolserver.v1 import toolserver_pb2 as pb
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from verl.tools.function_tool import function_tool
 
-from toolserver.answer_text import answer_text
 from toolclient.client import ToolServerError
 from toolclient.integrations.calls import FleetConfig, fleet_calls
+from toolserver.answer_text import answer_text
 
 
 async def call(tool: str, arguments: dict) -> str:

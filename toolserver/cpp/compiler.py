@@ -21,7 +21,8 @@ from sandbox.calls import CallLimits, CallReply, CallRequest
 from toolserver.cpp.programs import BINARY_FILE, SOURCE_FILE, compile_program
 from toolserver.zygotes.pool import WorkerPool
 
-COMPILER_OUTPUT_BYTES = 65_536  # the compiler's messages kept (the first errors are the useful ones)
+COMPILER_OUTPUT_BYTES = 4 << 20  # the compiler's messages kept; a compiler that writes more is stopped there
+                                 # (OUTPUT_LIMIT: a failed compile, as its messages are the program's)
 
 
 @dataclass(frozen=True)

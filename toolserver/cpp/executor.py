@@ -33,7 +33,7 @@ from toolserver.zygotes.pool import WorkerPool
 from toolserver.zygotes.tool import NoPool, PooledTool, start_tool_pool
 
 log = logging.getLogger(__name__)
-COMPILE_FAULTS = ("ERROR", "TIMEOUT", "MEMORY_LIMIT")  # a compile that ends so is the program's fault
+COMPILE_FAULTS = ("ERROR", "TIMEOUT", "MEMORY_LIMIT", "OUTPUT_LIMIT")  # a compile that ends so is the program's fault
 
 
 class CppExecutor(PooledTool):

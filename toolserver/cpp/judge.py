@@ -15,6 +15,7 @@ from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.zygotes.programs import program_outcome
 
+
 def same(stdout: str, expected: str, compare: int) -> bool:
     if compare == pb.COMPARE_EXACT:
         return stdout == expected
@@ -30,8 +31,8 @@ def verdict_of(outcome: int, truncated: bool, stdout: str, case: pb.CppCase, com
         if truncated:
             return pb.OUTPUT_LIMIT_EXCEEDED
         return pb.ACCEPTED if same(stdout, case.expected_stdout, compare) else pb.WRONG_ANSWER
-    return {pb.ERROR: pb.RUNTIME_ERROR, pb.TIMEOUT: pb.TIME_LIMIT_EXCEEDED,
-            pb.MEMORY_LIMIT: pb.MEMORY_LIMIT_EXCEEDED}.get(outcome, pb.SYSTEM_ERROR)
+    return {pb.ERROR: pb.RUNTIME_ERROR, pb.TIMEOUT: pb.TIME_LIMIT_EXCEEDED, pb.MEMORY_LIMIT: pb.MEMORY_LIMIT_EXCEEDED,
+            pb.OUTPUT_LIMIT: pb.OUTPUT_LIMIT_EXCEEDED}.get(outcome, pb.SYSTEM_ERROR)
 
 
 def case_result(index: int, case: pb.CppCase, reply: CallReply, compare: int) -> pb.CppCaseResult:

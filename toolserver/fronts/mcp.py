@@ -31,6 +31,7 @@ INSTRUCTIONS = (f"Tools that run in isolated sandboxes on this server: {', '.joi
                 f"with what it does and its JSON schema (a tool the server or your policy does not serve is "
                 f"left out). Open a {SESSION_TOOL} session to keep variables between {SESSION_TOOL} calls.")
 CALL_DEADLINE_S = 120.0  # no tool call waits longer for its answer, on either backend
+OUTPUT_BYTES = 65_536  # of each stream, for a model's context (the server's default, 16 MiB, is a judge's)
 OPEN, CLOSE = f"{SESSION_TOOL}_session_open", f"{SESSION_TOOL}_session_close"
 SESSION_TOOLS = (
     MCPTool(name=OPEN, description=f"Open a {SESSION_TOOL} session whose state (variables, imports, files) persists "
@@ -107,7 +108,8 @@ class ToolServerMCP(MCPServer):
             except Refused as exc:
                 raise ToolError(f"session not closed: {exc}") from exc
             return "closed"
-        request = pb.ExecuteRequest(json=pb.JsonCall(tool=name, arguments=json.dumps(arguments)))
+        request = pb.ExecuteRequest(json=pb.JsonCall(tool=name, arguments=json.dumps(arguments)),
+                                    limits=pb.Limits(max_output_bytes=OUTPUT_BYTES))
         try:
             response = await self.backend.execute(request, headers)
         except Refused as exc:

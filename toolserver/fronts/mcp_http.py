@@ -33,8 +33,17 @@ from starlette.types import Receive, Scope, Send
 
 from toolserver.config import CoreSettings
 from toolserver.dispatch import Dispatcher
-from toolserver.errors import (Exhausted, InvalidRequest, NotFound, PermissionDenied, RequestError, ToolUnavailable,
-                               Unauthenticated, Unavailable, status_of)
+from toolserver.errors import (
+    Exhausted,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    RequestError,
+    ToolUnavailable,
+    Unauthenticated,
+    Unavailable,
+    status_of,
+)
 from toolserver.fronts.http_json import status_for
 from toolserver.fronts.mcp import CALL_DEADLINE_S, Headers, Refused, mcp_server
 from toolserver.policy import CallerPolicy, Policies

@@ -18,8 +18,16 @@ from starlette.routing import Route
 
 from toolserver.contract import UINT32_MAX
 from toolserver.dispatch import Dispatcher
-from toolserver.errors import (Exhausted, InvalidRequest, NotFound, PermissionDenied, RequestError, ToolUnavailable,
-                               Unauthenticated, Unavailable)
+from toolserver.errors import (
+    Exhausted,
+    InvalidRequest,
+    NotFound,
+    PermissionDenied,
+    RequestError,
+    ToolUnavailable,
+    Unauthenticated,
+    Unavailable,
+)
 from toolserver.fronts.http_guard import parsed_body
 from toolserver.fronts.http_json import counted_reply, status_for
 from toolserver.text import valid_text

@@ -28,8 +28,15 @@ from starlette.routing import Route
 
 from toolserver.deadline import answer_within
 from toolserver.dispatch import Dispatcher
-from toolserver.errors import (Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable,
-                               status_of)
+from toolserver.errors import (
+    Exhausted,
+    InvalidRequest,
+    PermissionDenied,
+    RequestError,
+    Unauthenticated,
+    Unavailable,
+    status_of,
+)
 from toolserver.fronts.http_guard import parsed_body
 from toolserver.fronts.http_json import counted_reply, infrastructure_failed, status_for, with_error
 from toolserver.policy import CallerPolicy
@@ -39,8 +46,7 @@ T = TypeVar("T")
 FRONT = "sandbox_fusion"
 LANGUAGES = {"python": "python", "python3": "python", "cpp": "cpp", "bash": "bash"}  # SandboxFusion's: the tool
 ANSWER_MARGIN_S = 10.0  # an answer comes within run_timeout + compile_timeout + this
-OUTPUT_BYTES = 1 << 20  # what SandboxFusion keeps of each stream; the server's limits.max_output_bytes caps it
-TRUNCATED = "output truncated at the server's max_output_bytes (or fetched files beyond max_file_mb together)"
+TRUNCATED = "output truncated at the call's max_output_bytes (or fetched files beyond max_file_mb together)"
 MAX_SECONDS = 86_400  # the longest run_timeout, compile_timeout, cell_timeout or total_timeout taken
 MAX_MEMORY_MB = 1 << 20  # the largest memory_limit_MB taken (1 TiB); the caller's and server's caps apply below it
 HTTP_STATUS = {Unauthenticated: 401, PermissionDenied: 403, InvalidRequest: 400, Exhausted: 504, Unavailable: 504}
@@ -251,7 +257,6 @@ class SandboxFusionFront:
         call, language, answer_within_s = run_code_request(body)
         if language not in LANGUAGES:
             return sandbox_error(f"language {language!r} is not supported here: only {', '.join(LANGUAGES)}")
-        call.limits.max_output_bytes = min(OUTPUT_BYTES, caller.max_output_bytes or OUTPUT_BYTES)
         with answer_within(answer_within_s):
             return answer(await within(self.dispatcher.execute(call, caller), answer_within_s))
 

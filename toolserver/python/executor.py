@@ -15,8 +15,16 @@ from contextlib import AsyncExitStack
 
 from sandbox.calls import PROGRAM_FILE, CallLimits, CallReply, CallRequest, working_path
 from sandbox.cgroups import SlotCgroups
-from sandbox.selftest import (SESSION_PROBE, Check, guard_probe, judge_guard, judge_mount_views, judge_session_probe,
-                              mount_view_probe, probe_request)
+from sandbox.selftest import (
+    SESSION_PROBE,
+    Check,
+    guard_probe,
+    judge_guard,
+    judge_mount_views,
+    judge_session_probe,
+    mount_view_probe,
+    probe_request,
+)
 from sandbox.worker import WorkerLost
 from toolserver.config import CoreSettings
 from toolserver.errors import InvalidRequest, RequestError, ToolUnavailable, Unavailable
@@ -29,14 +37,14 @@ from toolserver.python.rules import PythonRules
 from toolserver.python.schema import python_call_from_json, python_tool_spec
 from toolserver.python.sessions import SessionManager, open_files_wanted, raise_open_files
 from toolserver.registry import BuildContext, Tool
-from toolserver.zygotes.pool import WorkerPool
-from toolserver.zygotes.scheduler import Scheduler
 from toolserver.state import ServerState
 from toolserver.text import valid_text
 from toolserver.v1 import toolserver_pb2 as pb
+from toolserver.zygotes.pool import WorkerPool
+from toolserver.zygotes.scheduler import Scheduler
 
 OUTCOMES = {name: pb.Outcome.Value(name) for name in
-            ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "DENIED", "CRASHED", "INVALID")}
+            ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "DENIED", "CRASHED", "INVALID", "OUTPUT_LIMIT")}
 
 
 def session_memory_mb(requested: pb.Limits, settings: CoreSettings, caller: CallerPolicy = OPEN_POLICY) -> int:
@@ -174,21 +182,26 @@ class PythonExecutor(Tool):
 
     async def run_stateless(self, request: CallRequest) -> CallReply:
         """The reply of a worker of the class the router picks (or of one that runs it
-        too, when the scheduler lends one); a call a slim worker hands back runs again on
-        a warm one."""
+        too, when the scheduler lends one); a call a worker hands back (REROUTE, naming the
+        module it lacks) runs again where that module is preloaded."""
         assert self.pool is not None
         scheduler = self.pool.scheduler
         reply = await scheduler.run(self.router.route(request.code), request)
-        if reply.outcome == "REROUTE" and SLIM in self.pools:
+        queued_us = reply.queued_us
+        for _ in range(2):  # slim to warm to scientific at most (a scientific worker hands nothing back)
+            if reply.outcome != "REROUTE":
+                break
             self.rerouted += 1
-            queued_us = reply.queued_us
-            reply = await scheduler.run(WARM, request)
-            reply.queued_us += queued_us
+            route = self.router.route_handed_back(reply.needs)
+            scientific = route == SCIENTIFIC and route in self.pools
+            reply = await scheduler.run(route if scientific else WARM, request, borrow=not scientific)
+            queued_us += reply.queued_us
+        reply.queued_us = queued_us
         return self.checked(reply)
 
     @staticmethod
     def checked(reply: CallReply) -> CallReply:
-        if reply.outcome == "REROUTE":  # only a slim worker hands a call back: its child lied
+        if reply.outcome == "REROUTE":  # a scientific worker hands nothing back: its child lied
             reply.outcome, reply.error = "CRASHED", "the call's process answered a result it cannot give"
         return reply
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from sandbox.worker import GuardPolicy, GuardProfile, ZygoteSpec
 from toolserver.config import CoreSettings
 from toolserver.jails import sandbox_spec
+from toolserver.python.routing import scientific_only
 from toolserver.python.settings import PythonSettings
 
 
@@ -54,6 +55,11 @@ def session_spec(worker: ZygoteSpec, start_timeout_s: float) -> ZygoteSpec:
 
 def python_jails(settings: CoreSettings) -> PythonJails:
     worker = zygote_spec(settings)
-    return PythonJails(worker=worker, slim_worker=slim_spec(worker, settings.python.slim_preload),
-                       scientific_worker=dataclasses.replace(worker, preload=settings.python.scientific_preload),
+    python = settings.python
+    warm = worker
+    if python.scientific_count():  # a call that imports the data stack is handed to the workers that hold it
+        warm = dataclasses.replace(worker, hand_back=tuple(sorted(scientific_only(python.preload,
+                                                                                  python.scientific_preload))))
+    return PythonJails(worker=warm, slim_worker=slim_spec(worker, python.slim_preload),
+                       scientific_worker=dataclasses.replace(worker, preload=python.scientific_preload),
                        session=session_spec(worker, settings.sessions.start_timeout_s))

@@ -9,8 +9,10 @@ scientific zygote when it mentions a module only those preload by name; else sli
 every module it imports by name is one a slim zygote offers and it does not mention a
 module the warm zygotes preload (which catches `__import__("sympy")`); else warm. The look
 is cheap and may err either way without changing a result: a slim zygote ends a call
-that reaches for anything else (REROUTE) and it runs again on a warm one, from the
-start; a warm one imports what it lacks. It does not parse the code: a syntax error runs
+that reaches for anything else (REROUTE, naming the module) and a warm one a call that
+reaches for the data stack (where scientific zygotes run), and it runs again, from the
+start, where that module is preloaded (`route_handed_back`): code whose imports its text
+hides (base64 in `exec`, a computed `__import__`) runs warm too. It does not parse the code: a syntax error runs
 where the rest would and is reported there.
 """
 
@@ -58,13 +60,25 @@ def top_levels(modules: Iterable[str]) -> set[str]:
     return {name.partition(".")[0] for name in modules}
 
 
+def scientific_only(warm_preload: Iterable[str], scientific_preload: Iterable[str]) -> set[str]:
+    """The top-level modules only the scientific zygotes preload: a warm zygote hands back a
+    call at the import of one of them."""
+    return top_levels(scientific_preload) - top_levels(warm_preload) - SLIM_MODULES
+
+
 class CallRouter:
     """Decides slim, warm or scientific for a call's code, given the zygotes' preloads."""
 
     def __init__(self, warm_preload: Iterable[str], scientific_preload: Iterable[str] = ()) -> None:
         warm = top_levels(warm_preload) - SLIM_MODULES
+        self.scientific_modules = scientific_only(warm_preload, scientific_preload)
         self.mentions_warm_module = mentions(warm)
-        self.mentions_scientific_module = mentions(top_levels(scientific_preload) - warm - SLIM_MODULES)
+        self.mentions_scientific_module = mentions(self.scientific_modules)
+
+    def route_handed_back(self, module: str) -> str:
+        """Where a call handed back for module (REROUTE) runs next: on a scientific zygote
+        for the data stack, else on a warm one."""
+        return SCIENTIFIC if module.partition(".")[0] in self.scientific_modules else WARM
 
     def route(self, code: str) -> str:
         if self.mentions_scientific_module is not None and self.mentions_scientific_module.search(code):

@@ -28,8 +28,14 @@ from typing import Any
 from sandbox.calls import CallReply
 from sandbox.cgroups import MemoryCgroup, MemoryCgroups, SlotCgroups
 from sandbox.jail import Slot
-from sandbox.sessions import (HOLDER_SOURCE, ProtocolBroken, SessionJail, SessionProcess, SessionZygote,
-                              make_session_process)
+from sandbox.sessions import (
+    HOLDER_SOURCE,
+    ProtocolBroken,
+    SessionJail,
+    SessionProcess,
+    SessionZygote,
+    make_session_process,
+)
 from sandbox.slots import kill_slot_processes, prepare_scratch
 from sandbox.worker import WorkerLost, ZygoteSpec
 from toolserver.errors import Exhausted, NotFound, Unavailable
@@ -38,6 +44,7 @@ log = logging.getLogger(__name__)
 
 INTERRUPT_GRACE_S = 3.0
 START_FRAME_BYTES = 4096  # a session's "waiting" and "serving" frames are a few dozen bytes
+VALUE_CHARS = 1 << 20  # a cell's value (its repr) is cut at this many characters, or the call's output cap
 QUIET_S = 0.1  # sessions are made ahead once OpenSession and CloseSession have been quiet this long
 MAKE_RETRY_S = 1.0  # after a session could not be made, the next try waits this long
 
@@ -444,15 +451,24 @@ class SessionManager:
         interrupted = False
         broken = ""
         number = secrets.token_hex(8)  # the session's answer must carry it: no frame written earlier can
+        value_chars = min(max_output_bytes, VALUE_CHARS)
+        cut: list[str] = []  # the streams that went past max_output_bytes: the cell is interrupted there
+
+        def printed(name: str, data: bytes) -> None:
+            outputs[name].add(data)
+            if outputs[name].truncated and name not in cut:
+                cut.append(name)
+                process.signal(signal.SIGINT)
+
         if process.unasked():
             broken = "the session wrote on its control socket between calls"
         else:
             process.drain_all()  # what the session wrote between calls is nobody's
-            process.listen(lambda name, data: outputs[name].add(data))
+            process.listen(printed)
             try:
                 result, interrupted = await self._answer(
-                    session, {"id": number, "code": code, "stdin": stdin, "max_output_bytes": max_output_bytes},
-                    timeout_ms / 1000.0, result_frame_bytes(max_output_bytes), abandoned)
+                    session, {"id": number, "code": code, "stdin": stdin, "value_chars": value_chars},
+                    timeout_ms / 1000.0, result_frame_bytes(value_chars), abandoned)
                 if result is not None and result.get("id") != number:
                     raise ProtocolBroken("the session answered with a frame that is not this call's")
             except ProtocolBroken as exc:
@@ -482,6 +498,10 @@ class SessionManager:
                     exit_code = result.get("exit_code")
                     reply.exit_code = exit_code if isinstance(exit_code, int) and exit_code else 1
             reply.truncated = bool(result.get("value_cut"))
+            if cut:
+                reply.outcome, reply.exit_code, reply.error = "OUTPUT_LIMIT", 1, (
+                    f"output limit of {max_output_bytes} bytes exceeded on {' and '.join(cut)}: "
+                    f"interrupted there, session kept")
         reply.stdout, reply.stderr = outputs["stdout"].text(), outputs["stderr"].text()
         reply.truncated = reply.truncated or outputs["stdout"].truncated or outputs["stderr"].truncated
         reply.elapsed_us = int((time.monotonic() - started) * 1e6)
@@ -539,10 +559,10 @@ class SessionManager:
         self._slot_cgroups.remove_all()
 
 
-def result_frame_bytes(max_output_bytes: int) -> int:
-    """The largest result frame a session may send: a value of max_output_bytes characters,
+def result_frame_bytes(value_chars: int) -> int:
+    """The largest result frame a session may send: a value of value_chars characters,
     each at most 12 bytes as JSON escapes it, and room for the rest."""
-    return 12 * max_output_bytes + 65536
+    return 12 * value_chars + 65536
 
 
 def call_error(name: str, evalue: Any, interrupted: bool, timeout_ms: int) -> tuple[str, int, str]:

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
+
 from toolserver.text import valid_text
 
 

@@ -24,8 +24,20 @@ from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext, Tool
 from toolserver.search.docs_corpus import BM25_B, BM25_K1, installed, module_documents
 from toolserver.search.index import (
-    MANIFEST, DenseUnavailable, Encoder, IndexExists, IndexProblem, ScoredDocument, SearchIndex, Analyzer,
-    build_index, index_path, list_indexes, load_encoder, load_index)
+    MANIFEST,
+    Analyzer,
+    DenseUnavailable,
+    Encoder,
+    IndexExists,
+    IndexProblem,
+    ScoredDocument,
+    SearchIndex,
+    build_index,
+    index_path,
+    list_indexes,
+    load_encoder,
+    load_index,
+)
 from toolserver.search.rules import SearchRules
 from toolserver.search.settings import SearchSettings
 from toolserver.v1 import toolserver_pb2 as pb

@@ -24,6 +24,7 @@ class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CRASHED: _ClassVar[Outcome]
     INVALID: _ClassVar[Outcome]
     COMPILE_ERROR: _ClassVar[Outcome]
+    OUTPUT_LIMIT: _ClassVar[Outcome]
 
 class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -49,6 +50,7 @@ DENIED: Outcome
 CRASHED: Outcome
 INVALID: Outcome
 COMPILE_ERROR: Outcome
+OUTPUT_LIMIT: Outcome
 VERDICT_UNSPECIFIED: Verdict
 ACCEPTED: Verdict
 WRONG_ANSWER: Verdict

@@ -41,6 +41,6 @@ def program_outcome(reply: CallReply) -> tuple[int, str]:
         if OUT_OF_MEMORY in reply.stderr[-4096:]:
             return pb.MEMORY_LIMIT, f"memory limit exceeded ({OUT_OF_MEMORY}, then {reply.error})"
         return pb.ERROR, f"the program was {reply.error}"
-    if reply.outcome in ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT"):
+    if reply.outcome in ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "OUTPUT_LIMIT"):
         return pb.Outcome.Value(reply.outcome), reply.error
     return pb.CRASHED, reply.error or f"the sandbox answered {reply.outcome}"
