@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 SESSION_ZYGOTE_SOURCE = (Path(__file__).parent / "session_zygote.py").read_text()
 READ_CHUNK = 1 << 16
+DRAIN_BYTES = 1 << 20  # read from a session's stream at one go, at most
 # The jail's holder: says where it is, then becomes a process that only waits.
 HOLDER_SOURCE = (
     "import json, os, struct\n"
@@ -251,10 +252,13 @@ class SessionProcess:
             loop.add_reader(fd, self.drain, name)
 
     def drain(self, name: str) -> None:
-        """Reads what the session wrote to one of its streams so far: hands it to
-        on_output, or drops it between calls."""
+        """Reads what the session wrote to one of its streams so far, DRAIN_BYTES at most
+        (a writer as fast as the reader never lets it see an empty pipe: the event loop
+        gets its turn): hands it to on_output, or drops it between calls."""
         fd = self.outputs[name]
-        while not self.closed:
+        budget = DRAIN_BYTES
+        while not self.closed and budget > 0:
+            budget -= READ_CHUNK
             try:
                 data = os.read(fd, READ_CHUNK)
             except BlockingIOError:

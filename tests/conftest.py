@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc loads)
+
+# isort: split
 import contextlib
 import fcntl
 import os
@@ -18,7 +21,6 @@ from typing import Iterator
 import grpc  # noqa: E402
 import pytest
 
-import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc loads)
 from sandbox.jail import Slot
 from sandbox.slots import discover_slots, slot_user_name
 from toolclient.client import NotFound, ToolClient

@@ -8,6 +8,9 @@ scripts/test.sh does); skipped without them.
 
 from __future__ import annotations
 
+import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc loads)
+
+# isort: split
 import contextlib
 import json
 import os
@@ -23,7 +26,6 @@ import pytest
 import yaml
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 
-import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc loads)
 from tests.conftest import ROOT, free_port  # noqa: E402
 from toolclient.client import ToolClient  # noqa: E402
 

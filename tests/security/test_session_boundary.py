@@ -23,7 +23,7 @@ import pytest
 from sandbox.slots import processes_of_uid
 from tests.conftest import RunningServer
 from tests.integration.test_metrics import scrape
-from toolclient.client import NotFound
+from toolclient.client import NotFound, ResourceExhausted
 from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 
@@ -267,7 +267,41 @@ def test_opens_whose_caller_is_gone_close_what_they_made(boundary_server):
                 assert exc.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.RESOURCE_EXHAUSTED)
             else:
                 stub.CloseSession(pb.CloseSessionRequest(session_id=opened.session_id))
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while sessions_open() > before and time.monotonic() < deadline:
         time.sleep(0.2)
     assert sessions_open() == before
+    with boundary_server.client() as client:  # and no open whose caller is gone holds a place
+        held = []
+        while len(held) < 2 and time.monotonic() < deadline:
+            try:
+                held.append(client.open_session())
+            except ResourceExhausted:
+                time.sleep(0.2)
+        for session in held:
+            client.close_session(session.session_id)
+    assert len(held) == 2, "a cancelled OpenSession kept its place"
+
+
+def test_a_session_flooding_its_stdout_as_fast_as_it_can_does_not_hold_the_server(boundary_server):
+    flood = ("import os, threading\ndef flood():\n    block = b'z' * 65536\n    while True:\n"
+             "        os.write(1, block)\nthreading.Thread(target=flood, daemon=True).start()\n'started'")
+    with boundary_server.client() as client:
+        session = client.open_session()
+        stop, latencies = threading.Event(), []
+        other = threading.Thread(target=another_callers_latency_s, args=(boundary_server, stop, latencies))
+        other.start()
+        try:
+            assert client.run_python(flood, session_id=session.session_id).python.value == "'started'"
+            time.sleep(1)  # between calls nobody reads: the writer blocks
+            cpu = server_cpu_s(boundary_server)
+            reply = client.execute(pb.ExecuteRequest(python=pb.PythonCall(code="6 * 7", session_id=session.session_id),
+                                                     limits=pb.Limits(max_output_bytes=4096, timeout_ms=5000)))
+            assert reply.outcome in (pb.OK, pb.OUTPUT_LIMIT) and len(reply.stdout) <= 4096
+            time.sleep(1)
+            assert server_cpu_s(boundary_server) - cpu < 2.0
+        finally:
+            stop.set()
+            other.join(30)
+            client.close_session(session.session_id)
+        assert latencies and sorted(latencies)[len(latencies) // 2] < 0.5

@@ -25,6 +25,10 @@ from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 log = logging.getLogger(__name__)
 
 Reply = TypeVar("Reply")
+# An OpenSession answered with less of its deadline left than this would likely reach its
+# caller too late (gRPC reports no deadline passed on the way as a cancellation): its
+# session is closed instead.
+HANDOVER_MARGIN_S = 0.05
 
 
 class ToolServerService(pb_grpc.ToolServerServicer):
@@ -56,10 +60,15 @@ class ToolServerService(pb_grpc.ToolServerServicer):
         return await self.answered(context, self.list_tools, request)
 
     async def OpenSession(self, request: pb.OpenSessionRequest, context: grpc.aio.ServicerContext) -> pb.Session:
-        """A new session; one whose answer never reaches its caller (the deadline passed or
-        the caller hung up as it was handed over) is closed: nobody could name it."""
+        """A new session; one whose answer would not reach its caller (its deadline passes as
+        the session is handed over, or the caller hangs up) is closed: nobody could name it."""
         session = await self.answered(context, self.open_session, request)
         caller = self.caller(context)
+        remaining = context.time_remaining()
+        if remaining is not None and remaining < HANDOVER_MARGIN_S:
+            await self.close_unanswered(session.session_id, caller)
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                "the deadline passed as the session was handed over: it is closed")
 
         def unanswered(done: grpc.aio.ServicerContext) -> None:
             if done.cancelled():

@@ -138,6 +138,7 @@ class SessionManager:
         self._changed = asyncio.Event()  # a slot came back, or a session made ahead is ready (or failed)
         self._last_request = 0.0  # when the last OpenSession or CloseSession came
         self._starved = 0  # OpenSessions waiting for a session being made
+        self._waiting_opens: set[asyncio.Task[Any]] = set()  # their tasks: one whose caller is gone stops there
         self._opening = 0
         self._opening_by: dict[str, int] = {}
         self._open_by: dict[str, int] = {}
@@ -264,10 +265,14 @@ class SessionManager:
                 raise Exhausted(f"session limit reached ({self.max_sessions} open)")
             self._starved += 1  # this open waits on the sessions being made ahead
             self._changed.clear()
+            waiting = asyncio.current_task()
+            if waiting is not None:
+                self._waiting_opens.add(waiting)
             try:
                 await self._changed.wait()
             finally:
                 self._starved -= 1
+                self._waiting_opens.discard(waiting)
 
     # ---- open, call, close
 
@@ -295,6 +300,8 @@ class SessionManager:
         try:
             return await asyncio.shield(start)
         except asyncio.CancelledError:
+            if start in self._waiting_opens:
+                start.cancel()  # nothing taken yet: it waits for a slot or a session made ahead
             start.add_done_callback(self._close_orphan)
             raise
 
@@ -412,6 +419,7 @@ class SessionManager:
         abandoned = asyncio.Event()
         call = asyncio.get_running_loop().create_task(
             self._execute(session, code, stdin, timeout_ms, max_output_bytes, abandoned))
+        call.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved, caller or not
         try:
             return await asyncio.shield(call)
         except asyncio.CancelledError:
