@@ -297,19 +297,21 @@ class JailedProcess:
         process in that namespace) and firejail, each through a pidfd: never a process
         that took a number of theirs. A jail not yet settled has only firejail's, and the
         program it started (no PID namespace: insecure mode) only its own."""
-        for pidfd in (self._init_pidfd, self.inside_pidfd, self._firejail_pidfd):
-            if pidfd is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        for pidfd in self._pidfds():
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+
+    def _pidfds(self) -> tuple[int, ...]:
+        """The pidfds the jail is held by, its init's first."""
+        return tuple(fd for fd in (self._init_pidfd, self.inside_pidfd, self._firejail_pidfd) if fd is not None)
 
     def stop_watching(self) -> None:
         """Stops reading the jail's stderr and lets go of its pidfds (it is gone)."""
         if self._stderr_task is not None:
             self._stderr_task.cancel()
             self._stderr_task = None
-        for pidfd in (self.inside_pidfd, self._init_pidfd, self._firejail_pidfd):
-            if pidfd is not None:
-                os.close(pidfd)
+        for pidfd in self._pidfds():
+            os.close(pidfd)
         self.inside_pidfd = self._init_pidfd = self._firejail_pidfd = None
 
 

@@ -634,7 +634,7 @@ def run_call(child, request, payload):
         os.set_blocking(fd, False)
     open_fds = set(captures)
     deadline = started + request["timeout_ms"] / 1000.0
-    timed_out = over_scratch = over_output = False
+    timed_out = over_scratch = False
     status = None
     while open_fds or status is None:
         if not open_fds and captures[child.res_r].size:
@@ -660,15 +660,14 @@ def run_call(child, request, payload):
             if fd != child.pidfd and not read_available(fd, captures[fd]):
                 open_fds.discard(fd)
         if captures[child.out_r].truncated or captures[child.err_r].truncated:
-            over_output = True  # a judge's output limit: the program stops at the cut
-            break
+            break  # a judge's output limit: the program stops at the cut
         if child.pidfd in readable:
             _, status = os.waitpid(child.pid, 0)
             for fd in list(open_fds):
                 drain(fd, captures[fd])
             break
     elapsed = time.monotonic() - started
-    over_output = over_output or captures[child.out_r].truncated or captures[child.err_r].truncated
+    over_output = captures[child.out_r].truncated or captures[child.err_r].truncated
     if scratch_cap and not over_scratch and scratch_used() - scratch_base >= scratch_cap:
         over_scratch = True  # it filled the home and ended before a poll saw it
     if timed_out or over_scratch or over_output:
