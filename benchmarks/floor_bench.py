@@ -44,10 +44,10 @@ from sandbox.slots import discover_slots, kill_slot_processes, prepare_scratch, 
 from sandbox.worker import Zygote, program_argv
 from toolclient.bench import bench_stream, bench_unary, machine_cores
 from toolclient.bench_workloads import get_workload
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.grants import effective_limits
 from toolserver.python.jails import slim_spec, zygote_spec
 from toolserver.settings import Settings
-from toolserver.v1 import toolserver_pb2 as pb
 
 TICK = os.sysconf("SC_CLK_TCK")
 FORK_LOOP = (
@@ -194,7 +194,7 @@ ECHO_SERVER = """
 import asyncio, sys
 import toolserver
 import grpc
-from toolserver.v1 import toolserver_pb2 as pb, toolserver_pb2_grpc as pb_grpc
+from toolcontract.v1 import toolserver_pb2 as pb, toolserver_pb2_grpc as pb_grpc
 
 class Echo(pb_grpc.ToolServerServicer):
     async def Execute(self, request, context):

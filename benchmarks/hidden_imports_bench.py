@@ -19,7 +19,7 @@ import statistics
 import time
 
 from toolclient.client import ToolClient
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 PROGRAMS = {
     "pandas + matplotlib": (

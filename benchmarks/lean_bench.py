@@ -18,7 +18,7 @@ import sys
 import time
 
 from toolclient.client import ToolClient, ToolServerError
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 
 def proof(index: int, tactic: str) -> str:

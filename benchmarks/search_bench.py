@@ -30,11 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.search.corpus import Document
 from toolserver.search.executor import SearchExecutor, ensure_default_index
 from toolserver.search.index import Analyzer, build_index, load_index
 from toolserver.search.settings import SearchSettings
-from toolserver.v1 import toolserver_pb2 as pb
 
 SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "shi", "po", "ve", "zu", "ar", "el", "in", "os", "um", "dra")
 

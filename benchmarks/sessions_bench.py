@@ -27,8 +27,8 @@ import urllib.request
 
 import grpc
 
-from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
+from toolcontract.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2_grpc as pb_grpc
 
 
 def percentile(values: list[float], fraction: float) -> float:

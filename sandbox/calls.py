@@ -1,11 +1,15 @@
 """One call as the host sends it to a zygote (its code, input, import profile and limits)
-and the zygote's answer.
+or to a session, and the answer, which has one shape for both.
 
-The host side (the python tool, the pool, the worker) and the self-test build and read
-`CallRequest`s and `CallReply`s; only `wire` turns a request into the JSON object the
-zygote reads, and only `CallReply.from_wire` reads the JSON object it answers. The zygote
-runs inside the jail as source of its own, imports nothing of the project, and keeps the
-same keys (`tests/unit/test_zygote.py` checks that the two agree).
+The host side (the python tool, the pool, the worker, the sessions) and the self-test
+build and read these; only `wire` turns a request into the JSON object the jailed side
+reads, and only `CallReply.from_wire` reads the JSON object it answers. A session's
+messages sit beside a call's: `SessionStart` (what OpenSession sends a session made
+ahead) and `CellRequest` (one call on it); its answer is a `CallReply` as a zygote's,
+its outcome decided in the jail by the zygote's own table. The zygote and the session
+zygote run inside the jail as source of their own, import nothing of the project, and
+keep the same keys (`tests/unit/test_zygote.py` and `tests/unit/test_calls.py` check
+that they agree).
 """
 
 from __future__ import annotations
@@ -51,12 +55,49 @@ class CallRequest:
                 "fetch_files": list(self.fetch_files), **dataclasses.asdict(self.limits)}
 
 
+@dataclass(frozen=True)
+class SessionStart:
+    """What OpenSession sends the session it hands over: the memory its code may add to
+    what it holds (0: no cap of its own) and the guard of the caller's import profile
+    (None: the session runs with none)."""
+
+    memory_mb: int
+    guard: dict[str, Any] | None
+
+    def wire(self) -> dict[str, Any]:
+        return {"memory_mb": self.memory_mb, "guard": self.guard}
+
+
+@dataclass(frozen=True)
+class CellRequest:
+    """One call on a session: its code run as a cell of the session's `__main__`."""
+
+    id: str            # a random token: the session's answer must carry it (no earlier frame can)
+    code: str
+    stdin: str
+    value_chars: int   # the repr of the cell's last expression is cut here (its time is the host's
+                       # to keep: past it the host interrupts the cell with SIGINT)
+
+    def wire(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# What a session says on its control socket before its calls: made and waiting for its
+# start, then serving (its answer to the start).
+SESSION_STATES = ("waiting", "serving")
+
+
+def session_state(frame: dict[str, Any]) -> str:
+    """Which of SESSION_STATES a session's frame says; "" for none."""
+    return next((state for state in SESSION_STATES if frame.get(state) is True), "")
+
+
 @dataclass
 class CallReply:
-    """How one call ended: the zygote's answer, or one the host makes in its place (a
-    session's process, a worker lost). The scheduler adds the time it waited."""
+    """How one call ended: the zygote's or the session's answer, or one the host makes in
+    its place (a worker or a session lost). The scheduler adds the time it waited."""
 
-    id: str                 # the request's; "" where the answer is no zygote's (a session's call)
+    id: str                 # the request's; "" where the host makes the answer
     outcome: str            # OK, ERROR, TIMEOUT, MEMORY_LIMIT, OUTPUT_LIMIT, DENIED, CRASHED, INVALID, or REROUTE
                             # (a slim zygote hands the call back; error names the module)
     stdout: str = ""

@@ -299,11 +299,12 @@ def session_main(request):
     sys.path[0:0] = [""]
     ZYGOTE.text_streams()
     ZYGOTE.send_frame(CONTROL_FD, {"waiting": True})
-    start = read_frame(CONTROL_FD)  # a caller's OpenSession
+    start = read_frame(CONTROL_FD)  # a caller's OpenSession: sandbox.calls.SessionStart
     if start is None:
         return
-    if start.get("memory_mb"):
-        limit = (ZYGOTE.vm_size_kb() << 10) + start["memory_mb"] * 1024 * 1024
+    memory_mb = start.get("memory_mb") or 0
+    if memory_mb:
+        limit = (ZYGOTE.vm_size_kb() << 10) + memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     guard = start.get("guard")
     if guard is not None:
@@ -315,11 +316,11 @@ def session_main(request):
     ZYGOTE.send_frame(CONTROL_FD, {"serving": True, "pid": os.getpid(), "uid": os.getuid()})
     number = 0
     while True:
-        call = read_frame(CONTROL_FD)
+        call = read_frame(CONTROL_FD)  # sandbox.calls.CellRequest
         if call is None:
             return
         number += 1
-        ZYGOTE.send_frame(CONTROL_FD, {**run_call(main, call, number), "id": call.get("id")})
+        ZYGOTE.send_frame(CONTROL_FD, run_call(main, call, number, memory_mb))
 
 
 def feed_stdin(text):
@@ -371,9 +372,14 @@ def evaluate(code, namespace):
     return result
 
 
-def run_call(main, call, number):
+def run_call(main, call, number, memory_mb):
+    """Runs a cell and answers as a zygote answers a call (the host reads it as a
+    sandbox.calls.CallReply): its outcome from the zygote's own table, the repr of its last
+    expression as the value. The host reads its output from the session's pipes, and names
+    what only it knows (an interrupt it sent, output past the cap, memory its cgroup
+    refused)."""
     global IN_CALL
-    result = {"value": None, "value_cut": False, "ename": "", "evalue": "", "exit_code": 0}
+    result, exit_code, value, value_cut = {"kind": "ok"}, 0, "", False
     filename = f"<cell {number}>"
     IN_CALL = True
     try:
@@ -382,36 +388,34 @@ def run_call(main, call, number):
             body, last = split_last_expression(call["code"], filename)
             evaluate(body, main.__dict__)
             if last is not None:
-                value = evaluate(last, main.__dict__)
-                if value is not None:
-                    main.__dict__["_"] = value
-                    text = repr(value)
+                evaluated = evaluate(last, main.__dict__)
+                if evaluated is not None:
+                    main.__dict__["_"] = evaluated
+                    text = repr(evaluated)
                     cap = call.get("value_chars", 1 << 20)
-                    result["value"], result["value_cut"] = text[:cap], len(text) > cap
+                    value, value_cut = text[:cap], len(text) > cap
         except SystemExit as exc:
-            code = exc.code
-            result["exit_code"] = code if isinstance(code, int) else (0 if code is None else 1)
-            if code is not None and not isinstance(code, int):
-                print(code, file=sys.stderr)
-            if result["exit_code"]:
-                result["ename"], result["evalue"] = "SystemExit", str(code)
+            exit_code = ZYGOTE.exit_status(exc)  # as python3 exits: non-int codes printed, the status & 0xFF
+            if exit_code:
+                result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
         except BaseException as exc:
             tb = exc.__traceback__
             while tb is not None and tb.tb_frame.f_code.co_filename != filename:
                 tb = tb.tb_next
             sys.stderr.write("".join(traceback.format_exception(type(exc), exc, tb)))
-            result["ename"], result["evalue"] = type(exc).__name__, str(exc)[:4096]
-            result["exit_code"] = 1
+            result, exit_code = ZYGOTE.raised(exc, SESSION_CONFIG["guard"].DENIALS), 1
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, ValueError):
                 pass
     except KeyboardInterrupt:  # in the session's own steps, before or after the code
-        result["ename"], result["evalue"], result["exit_code"] = "KeyboardInterrupt", "", 1
+        result, exit_code = {"kind": "error", "error": "KeyboardInterrupt"}, 1
     finally:
         IN_CALL = False
-    return result
+    outcome, error = ZYGOTE.program_end(result, exit_code, memory_mb)
+    return {"id": call.get("id"), "outcome": outcome, "error": error[:4096], "exit_code": exit_code,
+            "value": value, "truncated": value_cut}
 
 
 OWN_PID_NAMESPACE = -1  # in the zygote: its own pid namespace, where its children are born between sessions

@@ -317,15 +317,37 @@ def run_program(request, main):
             result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
     except BaseException as exc:
         report_uncaught(exc, exc.__traceback__.tb_next if exc.__traceback__ is not None else None)
-        line = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        if isinstance(exc, MemoryError):
-            result = {"kind": "memory", "error": "MemoryError: memory limit reached"}
-        elif isinstance(exc, GUARD.DENIALS):
-            result = {"kind": "denied", "error": line}
-        else:
-            result = {"kind": "error", "error": line}
+        result = raised(exc, GUARD.DENIALS)
         code = -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else 1
     return result, code
+
+
+def raised(exc, denials):
+    """What an exception a program let out says of its end: its kind (memory, denied or
+    error: the guard's denials are denied) and its error line. A call's process and a
+    session's cell both report their end so (`program_end` reads it)."""
+    line = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    if isinstance(exc, MemoryError):
+        return {"kind": "memory", "error": "MemoryError: memory limit reached"}
+    if isinstance(exc, denials):
+        return {"kind": "denied", "error": line}
+    return {"kind": "error", "error": line}
+
+
+def program_end(result, exit_code, memory_mb):
+    """The outcome and error of a program that ended on its own (no limit the zygote or
+    the host watches tripped), from what it reported (its kind and error) and its exit
+    status: the one table for calls and sessions' cells."""
+    kind = result.get("kind")
+    if kind == "memory":
+        return "MEMORY_LIMIT", f"memory limit of {memory_mb} MB exceeded" if memory_mb else str(result.get("error"))
+    if kind == "denied":
+        return "DENIED", str(result.get("error", "refused by the sandbox policy"))
+    if kind == "crashed":
+        return "CRASHED", str(result.get("error", "child failed to start"))
+    if kind == "error" or exit_code != 0:
+        return "ERROR", str(result.get("error") or f"exited with status {exit_code}")
+    return "OK", ""
 
 
 def offset_recursion_limit(offset):
@@ -821,20 +843,8 @@ def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=Fa
         else:
             reply["outcome"] = "CRASHED"
             reply["error"] = f"killed by signal {signal.Signals(sig).name}"
-    elif result.get("kind") == "memory":
-        reply["outcome"] = "MEMORY_LIMIT"
-        reply["error"] = f"memory limit of {request['memory_mb']} MB exceeded"
-    elif result.get("kind") == "denied":
-        reply["outcome"] = "DENIED"
-        reply["error"] = str(result.get("error", "refused by the sandbox policy"))
-    elif result.get("kind") == "crashed":
-        reply["outcome"] = "CRASHED"
-        reply["error"] = str(result.get("error", "child failed to start"))
-    elif result.get("kind") == "error" or reply["exit_code"] != 0:
-        reply["outcome"] = "ERROR"
-        reply["error"] = str(result.get("error") or f"exited with status {reply['exit_code']}")
     else:
-        reply["outcome"] = "OK"
+        reply["outcome"], reply["error"] = program_end(result, reply["exit_code"], request["memory_mb"])
     if "MemoryError" in reply["stderr"][-4096:] and reply["outcome"] == "ERROR" and not over_scratch:
         reply["outcome"] = "MEMORY_LIMIT"
         reply["error"] = f"memory limit of {request['memory_mb']} MB exceeded"

@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 from toolclient.bench_peers import PEER_APIS, bench_peer
 from toolclient.bench_workloads import Program, Ran, Workload
 from toolclient.client import AsyncToolClient, ToolServerError
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 MODES = ("unary", "stream", "fresh")
 

@@ -20,8 +20,8 @@ from typing import Any, AsyncIterable, AsyncIterator, ClassVar, Iterable, Iterat
 
 import grpc
 
-from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
+from toolcontract.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2_grpc as pb_grpc
 
 RETRYABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
 OPEN_SESSION_TIMEOUT_S = 120.0  # OpenSession may wait for a session to be made: never a shorter deadline

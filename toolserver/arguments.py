@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import InvalidRequest
 from toolserver.text import is_valid_text
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 def openai_function(spec: pb.ToolSpec) -> dict:

@@ -142,7 +142,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     from google.protobuf.json_format import MessageToDict
 
     from toolclient.client import ToolClient
-    from toolserver.v1 import toolserver_pb2 as pb
+    from toolcontract.v1 import toolserver_pb2 as pb
 
     code = sys.stdin.read() if args.code == "-" else args.code
     with ToolClient(args.target, **client_args(args)) as client:
@@ -245,7 +245,7 @@ def cmd_setup_sandbox(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     try:
-        from toolclient.mcp_stdio import serve_stdio
+        from toolserver.fronts.mcp_stdio import serve_stdio
     except ImportError as exc:
         print(f"the MCP front is not installed ({exc.name}): pip install 'toolserver[mcp]'", file=sys.stderr)
         return 2

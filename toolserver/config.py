@@ -4,11 +4,10 @@ The defaults are the embedded config `toolserver serve` runs on; a TOML file pas
 with `--config` overrides any of them (unknown keys are an error, not a typo silently
 ignored). Every limit is one field with its default and the reason for it.
 
-A tool's sections (its package's settings.py) are frozen dataclasses with safe defaults;
-`compose_settings` adds them to `CoreSettings` as fields (toolserver/settings.py does, for
-the tools in toolserver/tools.py). A section may define `validate()` and, for checks that
-read other sections, `validate_with(settings)`, both raising ConfigError, and
-`slots() -> SlotClaim`, what its tool takes of the sandbox slots.
+A tool's sections (its package's settings.py) are frozen dataclasses with safe defaults
+that derive from `ToolSection`, whose hooks the server calls on every section (each asks
+nothing unless the section overrides it); `compose_settings` adds them to `CoreSettings`
+as fields (toolserver/settings.py does, for the tools in toolserver/tools.py).
 """
 
 from __future__ import annotations
@@ -21,7 +20,10 @@ from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 from toolserver.errors import ConfigError
 
-__all__ = ["ConfigError", "CoreSettings", "compose_settings", "load_settings", "read_toml", "require_positive"]
+__all__ = ["ConfigError", "CoreSettings", "ToolSection", "compose_settings", "load_settings", "read_toml",
+           "require_positive"]
+
+JAIL_HIDES = ("/root", "/tmp")  # what a jail does not show of the host (sandbox/jail.py)
 
 # The host values that bind loopback only, and those that bind every interface.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "[::1]", "localhost"})
@@ -69,13 +71,16 @@ class SandboxSettings:
     jail_max_processes: int = 64      # firejail --rlimit-nproc, per slot uid
     jail_memory_mb: int = 0           # firejail --rlimit-as for a whole worker; 0: per call only
     hidden_paths: tuple[str, ...] = ()  # extra paths blacklisted inside every jail
+    interpreter: str = "/opt/toolserver/runtime/bin/python"  # what the self-test proves the jail with
+                                      # (its probes run on it); each tool names its own jails' (python.,
+                                      # cpp., bash.interpreter)
     insecure_no_sandbox: bool = False  # run without firejail; only with the explicit CLI flag
     self_test: bool = True             # run the jail probe at start-up (fail closed)
 
 
 # Where scripts/setup.sh and the image build the calls' runtime (sandbox/runtime/): the
-# interpreter every jailed process starts on.
-RUNTIME_INTERPRETER = "/opt/toolserver/runtime/bin/python"
+# interpreter jailed processes start on unless a section names another.
+RUNTIME_INTERPRETER = SandboxSettings.interpreter
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,21 @@ class SlotClaim:
     needed: int = 0   # without these the server does not serve (start-up refuses)
     held: int = 0     # set aside for the whole run: sandbox.slots must cover them with the needed ones
     wanted: int = 0   # taken of what is left, if any; fewer are served
+
+
+class ToolSection:
+    """What the server asks of a tool's settings section (a frozen dataclass deriving from
+    this); each hook's default asks nothing."""
+
+    def slots(self) -> SlotClaim:
+        """What its tool takes of the sandbox slots."""
+        return SlotClaim()
+
+    def validate(self) -> None:
+        """Checks the section's own values; raises ConfigError."""
+
+    def validate_with(self, settings: CoreSettings) -> None:
+        """Checks the section against the other sections; raises ConfigError."""
 
 
 @dataclass(frozen=True)
@@ -160,7 +180,7 @@ class CoreSettings:
     limits: LimitCaps = field(default_factory=LimitCaps)
     defaults: DefaultLimits = field(default_factory=DefaultLimits)
 
-    def tool_sections(self) -> Iterator[tuple[str, Any]]:
+    def tool_sections(self) -> Iterator[tuple[str, ToolSection]]:
         """The tools' sections by name, in the order their tools take slots."""
         core = {f.name for f in dataclasses.fields(CoreSettings)}
         for section in dataclasses.fields(self):
@@ -169,7 +189,7 @@ class CoreSettings:
 
     def slot_claims(self) -> dict[str, SlotClaim]:
         """What each section that takes slots claims, by section name."""
-        return {name: section.slots() for name, section in self.tool_sections() if hasattr(section, "slots")}
+        return {name: claim for name, section in self.tool_sections() if (claim := section.slots()) != SlotClaim()}
 
     def needed_slots(self) -> int:
         """The slots the server needs to serve: the self-test's and each tool's needed ones."""
@@ -232,11 +252,10 @@ class CoreSettings:
             raise ConfigError(f"server.log_format must be text or json, got {self.server.log_format!r}")
         if self.server.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ConfigError("server.log_level must be DEBUG, INFO, WARNING or ERROR")
+        check_interpreter("sandbox.interpreter", self.sandbox.interpreter, self)
         for _, section in self.tool_sections():
-            if hasattr(section, "validate"):
-                section.validate()
-            if hasattr(section, "validate_with"):
-                section.validate_with(self)
+            section.validate()
+            section.validate_with(self)
         claims = self.slot_claims()
         needed = self.needed_slots() + sum(claim.held for claim in claims.values())
         if self.sandbox.slots < needed:
@@ -253,12 +272,31 @@ def require_positive(section: str, values: Any, names: Iterable[str]) -> None:
             raise ConfigError(f"{section}.{name} must be positive, got {getattr(values, name)}")
 
 
-def compose_settings(sections: Mapping[str, type], module: str) -> type[CoreSettings]:
+def hidden_by_the_jail(path: str) -> str | None:
+    """The host directory the jail hides that path lies in, if any."""
+    resolved = os.path.realpath(path)
+    return next((top for top in JAIL_HIDES if resolved == top or resolved.startswith(top + "/")), None)
+
+
+def check_interpreter(name: str, path: str, settings: CoreSettings) -> None:
+    """Refuses an interpreter a jail cannot see."""
+    if not os.path.isabs(path):
+        raise ConfigError(f"{name} must be an absolute path (the jail has no PATH), got {path!r}")
+    hidden = hidden_by_the_jail(path)
+    if hidden and not settings.sandbox.insecure_no_sandbox:
+        raise ConfigError(f"{name} {path} lies under {hidden}, which the jail hides: use a virtual "
+                          "environment elsewhere (scripts/setup.sh makes one)")
+
+
+def compose_settings(sections: Mapping[str, type[ToolSection]], module: str) -> type[CoreSettings]:
     """The settings class `Settings` of module for a server whose tools own sections (by
     name, in slot order)."""
     clash = sorted(set(sections) & {f.name for f in dataclasses.fields(CoreSettings)})
     if clash:
         raise ValueError(f"tool settings section(s) {', '.join(clash)} clash with the server's own")
+    loose = sorted(name for name, kind in sections.items() if not issubclass(kind, ToolSection))
+    if loose:
+        raise ValueError(f"tool settings section(s) {', '.join(loose)} do not derive from ToolSection")
     fields = [(name, kind, field(default_factory=kind)) for name, kind in sections.items()]
     return dataclasses.make_dataclass("Settings", fields, bases=(CoreSettings,), frozen=True,
                                       namespace={"__module__": module})

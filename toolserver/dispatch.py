@@ -14,13 +14,13 @@ import collections
 import logging
 import time
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver import __version__
 from toolserver.errors import Exhausted, PermissionDenied, RequestError, Unauthenticated, Unavailable, status_of
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import CallerPolicy
 from toolserver.registry import ToolRegistry
 from toolserver.state import ServerState
-from toolserver.v1 import toolserver_pb2 as pb
 
 log = logging.getLogger(__name__)
 

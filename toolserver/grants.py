@@ -5,9 +5,9 @@ caller's policy."""
 from __future__ import annotations
 
 from sandbox.calls import CallLimits
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
 from toolserver.policy import OPEN_POLICY, CallerPolicy
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 def effective_limits(requested: pb.Limits, settings: CoreSettings, caller: CallerPolicy = OPEN_POLICY) -> CallLimits:

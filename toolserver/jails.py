@@ -3,8 +3,8 @@
 Every tool that runs code or a program in the sandbox (its package's jails.py) derives
 its processes' specs from `sandbox_spec`: one firejail command line
 (`sandbox.jail.jail_command`), [sandbox]'s and [limits]' caps, the project hidden, and
-the calls' runtime, the interpreter every zygote starts on. A tool's section that sets
-that runtime defines `runtime() -> Runtime`; the self-test proves this spec.
+the runtime its own section names (the interpreter its zygotes start on). The self-test
+proves the same spec on [sandbox]'s interpreter (`self_test_spec`).
 """
 
 from __future__ import annotations
@@ -38,18 +38,15 @@ def project_paths() -> list[str]:
             if (PROJECT_ROOT / package).exists()]
 
 
-def sandbox_runtime(settings: CoreSettings) -> Runtime:
-    """The runtime a tool's section sets, else the default one."""
-    for _, section in settings.tool_sections():
-        if hasattr(section, "runtime"):
-            return section.runtime()
-    return Runtime()
+def self_test_spec(settings: CoreSettings) -> ZygoteSpec:
+    """What the self-test proves, and what a tool that names no runtime of its own derives
+    from: the sandbox's spec on [sandbox]'s interpreter."""
+    return sandbox_spec(settings, Runtime(interpreter=settings.sandbox.interpreter))
 
 
-def sandbox_spec(settings: CoreSettings) -> ZygoteSpec:
-    """The jail, interpreter and caps every jailed process starts from, with no preload
+def sandbox_spec(settings: CoreSettings, runtime: Runtime) -> ZygoteSpec:
+    """The jail and caps every jailed process starts from, on runtime, with no preload
     and no Python-level guard (the jail alone)."""
-    runtime = sandbox_runtime(settings)
     hidden = list(settings.sandbox.hidden_paths)
     if not Path(runtime.interpreter).resolve().is_relative_to(PROJECT_ROOT):
         hidden += project_paths()

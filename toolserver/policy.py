@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence, TypeVar
 
+from toolcontract.names import TOOL_NAMES as TOOLS
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings, read_toml
-from toolserver.contract import TOOL_NAMES as TOOLS
 from toolserver.errors import ConfigError, PermissionDenied, Unauthenticated
-from toolserver.v1 import toolserver_pb2 as pb
 
 HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 POLICY_KEYS = ("token_sha256", "tools", "max_timeout_ms", "max_memory_mb", "max_output_bytes", "max_inflight")

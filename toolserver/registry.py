@@ -15,18 +15,16 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, ClassVar, Iterable, Iterator, Mapping
 
-from google.protobuf.message import Message
-
 from sandbox.cgroups import MemoryCgroups
 from sandbox.jail import Slot
 from sandbox.worker import ZygoteSpec
+from toolcontract.names import SESSION_TOOL, TOOL_NAMES
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
-from toolserver.contract import SESSION_TOOL, TOOL_NAMES
 from toolserver.errors import InvalidRequest, ToolUnavailable
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import CallerPolicy
 from toolserver.state import ServerState
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 class Tool(ABC):
@@ -123,8 +121,6 @@ class ToolPackage:
     sections: Mapping[str, type] = field(default_factory=dict)  # its tables of the server's TOML, in
                                                 # the order its slots are taken (toolserver/config.py)
     rules: type | None = None                   # its keys in a caller's policy (toolserver/policy.py)
-    answer: Callable[[Message], list[str]] | None = None  # what a model reads of its result message,
-                                                # line by line (toolserver/answer_text.py)
     commands: Callable[[Any], None] | None = None  # adds its own subcommands to the `toolserver`
                                                 # command's (argparse subparsers; each sets `run`)
 

@@ -26,14 +26,14 @@ from sandbox.jail import Slot, firejail_path
 from sandbox.selftest import Check, failed, run_self_test
 from sandbox.slots import discover_slots
 from sandbox.worker import ZygoteSpec
+from toolcontract.names import SERVICE_NAME
 from toolserver.config import LOOPBACK_HOSTS, WILDCARD_HOSTS, CoreSettings
-from toolserver.contract import SERVICE_NAME
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import ConfigError
 from toolserver.fronts.grpc_service import ToolServerService
 from toolserver.fronts.grpc_transport import AuthInterceptor, add_to_server, server_credentials
 from toolserver.fronts.http import start_http
-from toolserver.jails import sandbox_spec
+from toolserver.jails import self_test_spec
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import Policies, validate_against_settings
 from toolserver.registry import BuildContext, SlotSupply
@@ -127,7 +127,7 @@ def advertised_address(settings: CoreSettings, port: int) -> str:
 async def build_house(settings: CoreSettings, stack: AsyncExitStack) -> Dispatcher:
     """The self-test's verdict and every tool, started; their teardown goes on stack."""
     state = ServerState()
-    spec = sandbox_spec(settings)
+    spec = self_test_spec(settings)
     found = discover_slots(settings.sandbox.user_prefix, settings.sandbox.slots, Path(settings.sandbox.scratch_root),
                            settings.sandbox.first_slot)
     slots = SlotSupply(found)

@@ -12,7 +12,7 @@ client, runner and answer checker of a config, for both `train` and `evaluate`),
 `learner` (one RL step), `sft` (supervised warm start), `evaluate` (pass@k),
 `checkpoint`, `run_log` and `train` (a run with resume), `synthetic` and `demo` (the CPU
 demo), `datasets` (CHAMP as JSONL), `local_server` (a server for one run). The trainer
-reaches the server only through `toolclient.client` and the generated `toolserver.v1`
+reaches the server only through `toolclient.client` and the generated `toolcontract.v1`
 messages (tests/unit/test_trainer_imports.py holds it to that); it never runs the
 model's code itself.
 """

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 from trainer.tokenizer import Tokenizer
 
 CODE_BLOCK = re.compile(r"```python\n(.*?)\n?```", re.DOTALL)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import AsyncIterator, Sequence
 
 from toolclient.client import AsyncToolClient, ToolServerError, python_request
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 RETRYABLE_OUTCOMES = frozenset({pb.CRASHED})
 

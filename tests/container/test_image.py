@@ -17,8 +17,8 @@ from grpc_health.v1 import health_pb2
 
 from tests.container.conftest import ROOT, ServerContainer, compose_service, podman
 from toolclient.client import Unavailable
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.settings import Settings
-from toolserver.v1 import toolserver_pb2 as pb
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(900)]
 

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from tests.conftest import RunningServer, free_port
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ import requests
 from tests.conftest import RunningServer, free_port
 from tests.fidelity.oracle import run_plain
 from tests.fidelity.program import Program
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import LimitCaps
 from toolserver.python.settings import PythonSettings
-from toolserver.v1 import toolserver_pb2 as pb
 
 CAP = LimitCaps().max_output_bytes
 MIB = 1 << 20

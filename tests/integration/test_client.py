@@ -25,7 +25,7 @@ from toolclient.client import (
     may_retry,
     python_request,
 )
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 NOT_STARTED = (("toolserver-not-started", "1"),)
 

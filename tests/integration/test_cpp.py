@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from tests.conftest import ROOT, RunningServer, free_port
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 pytestmark = pytest.mark.skipif(subprocess.run(["which", "g++"], capture_output=True).returncode != 0,
                                 reason="g++ is not installed (scripts/setup.sh installs it)")

@@ -19,7 +19,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sandbox.slots import processes_of_uid
 from tests.conftest import RunningServer
 from toolclient.client import Unavailable
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 FAKE_FIREJAIL = """#!/bin/sh
 # Behaves like firejail that believes it is inside a container: it runs the program

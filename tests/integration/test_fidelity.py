@@ -25,8 +25,8 @@ from tests.fidelity import programs_data, programs_numeric, programs_semantics, 
 from tests.fidelity.oracle import Ran, run_plain
 from tests.fidelity.program import Program, normalize
 from toolclient.client import python_request
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.settings import Settings
-from toolserver.v1 import toolserver_pb2 as pb
 
 pytestmark = pytest.mark.slow
 

@@ -17,10 +17,10 @@ import pytest
 from sandbox.jail import JailPolicy
 from sandbox.worker import ZygoteSpec
 from tests.conftest import lent_slots
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.lean.executor import LeanExecutor, ToolchainMissing, find_toolchain
 from toolserver.lean.jails import repl_spec
 from toolserver.lean.settings import LeanSettings
-from toolserver.v1 import toolserver_pb2 as pb
 
 pytestmark = pytest.mark.lean
 

@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 
 from toolclient.client import InvalidArgument
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 
 def scrape(server) -> dict[str, float]:

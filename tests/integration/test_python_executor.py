@@ -11,7 +11,7 @@ import grpc
 import pytest
 
 from toolclient.client import ToolServerError
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 
 def test_value_of_last_expression_and_stdout(client):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from toolclient.client import InvalidArgument, NotFound
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 
 def search(client, query: str, **fields) -> pb.ExecuteResponse:

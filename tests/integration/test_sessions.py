@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import RunningServer
 from toolclient.client import NotFound
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 
 def in_session(client, session_id: str, code: str, stdin: str = "", **limits) -> pb.ExecuteResponse:

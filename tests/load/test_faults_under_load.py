@@ -17,8 +17,8 @@ from sandbox.slots import processes_of_uid, signal_processes_of_uid
 from tests.conftest import RunningServer
 from tests.integration.test_metrics import scrape
 from toolclient.client import AsyncToolClient, NotFound, ToolServerError, python_request
-from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
+from toolcontract.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2_grpc as pb_grpc
 
 WORKERS = 3
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import RunningServer, free_port
 from toolclient.client import AsyncToolClient, python_request
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 CALLS = 20_000
 CONCURRENCY = 256

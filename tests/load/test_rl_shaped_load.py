@@ -14,7 +14,7 @@ import requests
 from tests.conftest import RunningServer, free_port
 from tests.integration.test_metrics import scrape
 from toolclient.client import AsyncToolClient, ToolClient
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 pytestmark = pytest.mark.slow
 verl_utils = pytest.importorskip("verl.utils.reward_score.sandbox_fusion.utils", reason="verl is not installed")

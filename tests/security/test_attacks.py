@@ -17,7 +17,7 @@ import pytest
 
 from sandbox.jail import Slot, jail_environment
 from tests.conftest import ROOT
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 
 def still_serving(client) -> None:

@@ -11,8 +11,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.security.conftest import TOKENS
 from toolclient.client import NotFound, PermissionDenied, ResourceExhausted, ToolClient, Unauthenticated, python_request
-from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
+from toolcontract.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2_grpc as pb_grpc
 
 
 def as_caller(server, name: str | None, token: str | None = None) -> ToolClient:

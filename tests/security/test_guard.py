@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.security.test_attacks import still_serving
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 # Each deny-listed module through every import path, and each denied action.
 BYPASSES = {

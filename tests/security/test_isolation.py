@@ -21,8 +21,8 @@ import pytest
 from sandbox.slots import processes_of_uid
 from tests.security.test_attacks import still_serving
 from toolclient.client import PermissionDenied, python_request
-from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
+from toolcontract.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2_grpc as pb_grpc
 
 HOST_VISIBLE = Path("/var/lib/toolserver")  # read-only inside every jail, writable by the host
 

@@ -19,7 +19,7 @@ import pytest
 
 from tests.security.test_auth import as_caller
 from toolclient.client import python_request
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 # Modules whose import does something (opens a browser, prints, starts IDLE), test suites
 # and the codecs, which are many and nothing but tables.

@@ -24,8 +24,8 @@ from sandbox.slots import processes_of_uid
 from tests.conftest import RunningServer
 from tests.integration.test_metrics import scrape
 from toolclient.client import NotFound, ResourceExhausted
-from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
+from toolcontract.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2_grpc as pb_grpc
 
 WORLD_WRITABLE = Path("/srv/toolserver-test-1777")  # a host directory anyone may write, outside every tmp
 

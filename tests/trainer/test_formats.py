@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 from trainer.formats import MalformedCall, RStar2Format, ToolCall, ToRLFormat, get_format, response_text
 from trainer.tokenizer import ByteTokenizer
 

@@ -55,3 +55,12 @@ def test_a_relative_path_is_normalized(name, path):
 def test_a_path_out_of_the_working_directory_is_refused(name):
     with pytest.raises(ValueError):
         working_path(name)
+
+
+def test_a_sessions_messages_sit_beside_a_calls():
+    from sandbox.calls import CellRequest, SessionStart, session_state
+
+    assert SessionStart(512, None).wire() == {"memory_mb": 512, "guard": None}
+    assert CellRequest("t", "x = 1", "in", 100).wire() == {"id": "t", "code": "x = 1", "stdin": "in", "value_chars": 100}
+    assert [session_state(frame) for frame in ({"waiting": True}, {"serving": True, "pid": 7}, {"serving": 1}, {})] == [
+        "waiting", "serving", "", ""]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from toolcontract.output_match import same_output
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import Exhausted, InvalidRequest
 from toolserver.fronts.code_judge import refused, result, submission
-from toolserver.output_match import same_output
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 def test_a_submission_becomes_a_python_call():

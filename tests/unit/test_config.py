@@ -1,9 +1,9 @@
 import pytest
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import ConfigError
 from toolserver.grants import effective_limits
 from toolserver.settings import load_settings
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 def test_defaults_are_valid_and_loopback():
@@ -47,3 +47,25 @@ def test_package_turns_grpc_fork_support_off_before_grpc_loads():
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin"}).stdout.split()
     assert out[0] == "false"
+
+
+def test_every_tool_section_is_a_tool_section_and_a_loose_one_is_refused():
+    from dataclasses import dataclass
+
+    from toolserver.config import ToolSection, compose_settings
+    from toolserver.tools import SECTIONS
+
+    assert all(issubclass(kind, ToolSection) for kind in SECTIONS.values())
+
+    @dataclass(frozen=True)
+    class Loose:
+        size: int = 1
+
+    with pytest.raises(ValueError, match="loose do not derive from ToolSection"):
+        compose_settings({"loose": Loose}, __name__)
+
+
+def test_a_section_that_takes_no_slots_claims_none():
+    settings = load_settings()
+    assert "search" not in settings.slot_claims()  # its hooks are ToolSection's: no slots
+    assert settings.slot_claims()["python"].needed > 0

@@ -9,7 +9,8 @@ import json
 import pytest
 
 from sandbox.calls import CallLimits, CallReply
-from toolserver.cpp.answer import answer_lines
+from toolcontract.answer_text import cpp_lines
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.cpp.compiler import BinaryCache, Compiled, Compiler
 from toolserver.cpp.judge import case_result, verdict_of
 from toolserver.cpp.programs import compile_program, run_program
@@ -17,7 +18,6 @@ from toolserver.cpp.schema import cpp_call_from_json, cpp_tool_spec
 from toolserver.cpp.settings import CppSettings
 from toolserver.errors import ConfigError, InvalidRequest
 from toolserver.settings import load_settings
-from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.zygotes.programs import program_outcome
 
 
@@ -115,10 +115,10 @@ def test_a_model_reads_the_compile_and_each_verdict():
         pb.CppCaseResult(index=1, verdict=pb.WRONG_ANSWER, elapsed_us=3000),
         pb.CppCaseResult(index=0, verdict=pb.ACCEPTED, elapsed_us=2000),
         pb.CppCaseResult(index=2, verdict=pb.SKIPPED)])
-    assert answer_lines(result) == ["compiled (cached)", "passed 1 of 3 cases", "case 0: ACCEPTED (2 ms)",
+    assert cpp_lines(result) == ["compiled (cached)", "passed 1 of 3 cases", "case 0: ACCEPTED (2 ms)",
                                     "case 1: WRONG_ANSWER (3 ms)", "case 2: SKIPPED"]
     failed = pb.CppResult(compile=pb.CppCompile(ok=False, exit_code=1))
-    assert answer_lines(failed) == ["compile failed (exit status 1)"]
+    assert cpp_lines(failed) == ["compile failed (exit status 1)"]
 
 
 async def test_calls_asking_for_a_program_that_compiles_wait_for_that_compile():

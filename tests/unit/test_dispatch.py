@@ -6,12 +6,12 @@ import asyncio
 
 import pytest
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.dispatch import Dispatcher, refused_response
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, ToolUnavailable, Unavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import ToolRegistry
 from toolserver.state import ServerState
-from toolserver.v1 import toolserver_pb2 as pb
 
 QUERY = pb.ExecuteRequest(request_id="q", search=pb.SearchCall(query="tower"))
 

@@ -3,13 +3,17 @@
 Dependencies point one way: fronts -> dispatch and registry -> tools' wings -> sandbox;
 the sandbox imports nothing of the server or the trainer; no module reaches itself
 through its imports; no module outside a tool's package names that tool, so that a new
-tool is its package and one line in toolserver/tools.py. Imports inside functions count
-as much as those at the top.
+tool is its package and one line in toolserver/tools.py. The client and the trainer load
+nothing of the server, through any chain of imports: what both sides need is the neutral
+`toolcontract`, which loads neither. Imports inside functions count as much as those at
+the top, and importing a module loads the packages above it.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +21,7 @@ import pytest
 from toolserver.tools import SECTIONS, TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("sandbox", "toolserver", "toolclient", "trainer")
+PACKAGES = ("sandbox", "toolcontract", "toolserver", "toolclient", "trainer")
 WINGS = tuple(tool.build.__module__ for tool in TOOLS)  # each tool's package
 TOOL_LIST = "toolserver.tools"
 
@@ -146,24 +150,80 @@ def test_no_module_outside_a_tools_package_reads_its_settings():
     assert not wrong
 
 
-# What the client side may use of the server's package: the contract and what a model reads.
-SHARED = ("toolserver.v1", "toolserver.contract", "toolserver.answer_text", "toolserver.output_match")
+def loaded_by(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every project module that importing start can load: its imports, theirs, and the
+    packages above each (importing a.b.c runs a/__init__.py and a/b/__init__.py)."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        module = todo.pop()
+        parts = module.split(".")
+        for name in [".".join(parts[:end]) for end in range(1, len(parts))] + [module]:
+            if name not in seen:
+                seen.add(name)
+                todo += graph.get(name, ())
+    return seen - {start}
+
+
+def test_the_closure_follows_chains_and_packages():
+    graph = {"a.x": {"b.y"}, "b.y": {"c"}, "c": set(), "a": set(), "b": {"d"}, "d": set()}
+    assert loaded_by(graph, "a.x") == {"a", "b", "b.y", "c", "d"}
+
+
+SERVER = ("toolserver", "sandbox")
 COMMAND_LINE = "toolserver.cli"  # the `toolserver` command: the server's and the client's
+BRIDGE = "toolserver.fronts.mcp_stdio"  # the MCP front served on stdio over a gRPC client
+
+
+def server_modules_loaded(graph: dict[str, set[str]], start: str) -> set[str]:
+    return {name for name in loaded_by(graph, start) if any(under(name, server) for server in SERVER)}
+
+
+def test_the_contract_loads_nothing_of_the_server_or_the_client(graph):
+    shared = [module for module in graph if under(module, "toolcontract")]
+    assert {"toolcontract.names", "toolcontract.answer_text", "toolcontract.v1.toolserver_pb2_grpc"} <= set(shared)
+    wrong = {(module, target) for module in shared for target in loaded_by(graph, module)
+             if not under(target, "toolcontract")}
+    assert not wrong
+
+
+def test_the_client_loads_nothing_of_the_server(graph):
+    client = [module for module in graph if under(module, "toolclient")]
+    assert {"toolclient.client", "toolclient.integrations.calls", "toolclient.integrations.verl"} <= set(client)
+    assert "toolcontract.answer_text" in loaded_by(graph, "toolclient.integrations.calls")
+    wrong = {module: server_modules_loaded(graph, module) for module in client}
+    assert not {module: found for module, found in wrong.items() if found}
+
+
+def test_the_trainer_loads_nothing_of_the_server(graph):
+    trainer = [module for module in graph if under(module, "trainer")]
+    assert "toolclient.client" in loaded_by(graph, "trainer.tool_runner")
+    wrong = {module: server_modules_loaded(graph, module) for module in trainer}
+    assert not {module: found for module, found in wrong.items() if found}
+
+
+def test_the_rule_sees_a_server_module_two_imports_away(graph):
+    chained = {**graph, "toolclient.client": graph["toolclient.client"] | {"toolcontract.names"},
+               "toolcontract.names": graph["toolcontract.names"] | {"toolserver.config"}}
+    assert "toolserver.config" in server_modules_loaded(chained, "toolclient.client")
 
 
 def test_the_server_never_imports_the_client(graph):
-    server = [module for module in graph if (under(module, "toolserver") or under(module, "sandbox"))
-              and module != COMMAND_LINE]
+    server = [module for module in graph if any(under(module, part) for part in SERVER)
+              and module not in (COMMAND_LINE, BRIDGE)]
     assert "toolserver.server" in server
     wrong = {(module, target) for module in server for target in graph[module] if under(target, "toolclient")}
     assert not wrong
 
 
-def test_the_client_uses_of_the_server_only_what_it_shares(graph):
-    client = [module for module in graph if under(module, "toolclient")]
-    assert "toolclient.integrations.calls" in client and "toolclient.client" in client
-    wrong = {(module, target) for module in client for target in graph[module]
-             if not (under(target, "toolclient") or any(under(target, shared) for shared in SHARED))}
-    wrong -= {(module, target) for module, target in wrong if module == "toolclient.mcp_stdio"
-              and target == "toolserver.fronts.mcp"}  # the bridge serves the MCP front's tools on stdio
-    assert not wrong
+def test_only_the_command_line_starts_the_bridge(graph):
+    assert {module for module, targets in graph.items() if BRIDGE in targets} == {COMMAND_LINE}
+
+
+def test_a_fresh_interpreter_importing_the_client_loads_no_server_module():
+    """The same rule at run time, for the modules a trainer or an engine loads first."""
+    probe = ("import sys, toolclient.client, toolclient.integrations.calls; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('toolserver', 'sandbox')))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[]"

@@ -20,6 +20,7 @@ from sandbox.jail import JailPolicy
 from sandbox.worker import ZygoteSpec
 from tests.conftest import lent_slots
 from tests.fakes.lean_repl_standin import standin_command
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, ToolUnavailable, Unavailable
 from toolserver.lean.executor import LeanExecutor, ToolchainMissing, find_toolchain, lean_call_from_json
 from toolserver.lean.header import parse_header
@@ -29,7 +30,6 @@ from toolserver.lean.repl import Toolchain
 from toolserver.lean.rules import LeanRules
 from toolserver.lean.settings import LeanSettings
 from toolserver.policy import CallerPolicy
-from toolserver.v1 import toolserver_pb2 as pb
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE_SLOTS: list = []

@@ -25,7 +25,7 @@ import pytest
 from tests.conftest import ROOT
 
 PROTO = Path("proto/toolserver/v1/toolserver.proto")
-STUBS = {f"toolserver/v1/{name}" for name in ("toolserver_pb2.py", "toolserver_pb2.pyi", "toolserver_pb2_grpc.py")}
+STUBS = {f"toolcontract/v1/{name}" for name in ("toolserver_pb2.py", "toolserver_pb2.pyi", "toolserver_pb2_grpc.py")}
 
 PACKAGE = '''
 """The echo tool: answers its text back after a prefix."""
@@ -37,16 +37,17 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 from toolserver.arguments import json_arguments
+from toolserver.config import ToolSection
 from toolserver.policy import CallerPolicy
 from toolserver.registry import BuildContext, Tool, ToolPackage
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 SCHEMA = {"type": "object", "properties": {"text": {"type": "string", "description": "What to say back."}},
           "required": ["text"]}
 
 
 @dataclass(frozen=True)
-class EchoSettings:
+class EchoSettings(ToolSection):
     prefix: str = "echo: "
 
 
@@ -84,8 +85,7 @@ async def build(context: BuildContext, stack: AsyncExitStack) -> EchoTool:
     return EchoTool(context.settings.echo)
 
 
-TOOL = ToolPackage(name="echo", build=build, sections={"echo": EchoSettings},
-                   answer=lambda result: [f"said: {result.text}"])
+TOOL = ToolPackage(name="echo", build=build, sections={"echo": EchoSettings})
 '''
 
 PROBE = '''
@@ -95,17 +95,17 @@ from pathlib import Path
 
 from sandbox.slots import discover_slots
 from toolserver import echo
-from toolserver.answer_text import answer_text
+from toolcontract.answer_text import answer_text
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import ConfigError, PermissionDenied
-from toolserver.jails import sandbox_spec
+from toolserver.jails import self_test_spec
 from toolserver.metrics import ServerMetrics
 from toolserver.policy import OPEN_POLICY, token_hash
 from toolserver.registry import BuildContext, SlotSupply
 from toolserver.settings import load_policies, load_settings
 from toolserver.state import ServerState
 from toolserver.tools import build_tools
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 tmp = Path({tmp!r})
 found = {{}}
@@ -128,7 +128,7 @@ async def main():
     async with AsyncExitStack() as stack:
         state = ServerState()
         metrics = ServerMetrics()
-        context = BuildContext(settings, state, sandbox_spec(settings), SlotSupply([]), None, metrics)
+        context = BuildContext(settings, state, self_test_spec(settings), SlotSupply([]), None, metrics)
         registry = await build_tools(context, stack)
         state.serving, state.reason = True, ""
         dispatcher = Dispatcher(state, registry, metrics)
@@ -188,7 +188,7 @@ def changed_files(before: Path, after: Path) -> set[str]:
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
     tree = tmp_path_factory.mktemp("with-echo")
-    for part in ("toolserver", "toolclient", "sandbox", "proto"):
+    for part in ("toolcontract", "toolserver", "toolclient", "sandbox", "proto"):
         shutil.copytree(ROOT / part, tree / part, ignore=shutil.ignore_patterns("__pycache__"))
     add_echo(tree)
     env = {**os.environ, "PYTHONPATH": str(tree)}
@@ -199,7 +199,7 @@ def tree(tmp_path_factory) -> Path:
 def test_the_change_is_the_package_the_proto_and_one_entry_in_the_tool_list(tree):
     changed = changed_files(ROOT, tree)
     assert changed - STUBS == {"toolserver/echo/__init__.py", PROTO.as_posix(), "toolserver/tools.py"}
-    assert "toolserver/v1/toolserver_pb2.py" in changed  # the stubs, regenerated
+    assert "toolcontract/v1/toolserver_pb2.py" in changed  # the stubs, regenerated
     added = [line for line in (tree / "toolserver" / "tools.py").read_text().splitlines()
              if line not in (ROOT / "toolserver" / "tools.py").read_text().splitlines()]
     assert added == ["from toolserver import bash, cpp, echo, lean, python, search", "    echo.TOOL,"]
@@ -215,7 +215,7 @@ def test_the_shared_parts_pick_the_new_tool_up(tree, tmp_path):
     assert found["prefix"] == "> " and "prefx" in found["bad_key"]
     assert "echo" in found["listed"] and found["statuses"]["echo"] == "ready"
     assert (found["typed"], found["json"]) == ("> hi", "> yo")
-    assert found["answer"] == "said: > hi" and found["counted"] == 2
+    assert found["answer"] == '{"text": "> hi"}' and found["counted"] == 2  # a result without lines of its own
     assert "may not use the echo tool" in found["denied"]
     assert found["mcp"] is None or "echo" in found["mcp"]
     assert found["method"] == ["echo", "Says its text back.", ["text", "return"]]

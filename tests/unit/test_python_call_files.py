@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sandbox.calls import CallLimits
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import InvalidRequest
 from toolserver.python.executor import call_files
-from toolserver.v1 import toolserver_pb2 as pb
 
 LIMITS = CallLimits(timeout_ms=1000, memory_mb=64, max_output_bytes=1024, max_processes=1, max_file_mb=1,
                     max_open_files=8, max_scratch_mb=2)

@@ -4,11 +4,11 @@ import sys
 
 import pytest
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import RUNTIME_INTERPRETER, ConfigError
 from toolserver.python import settings as python_settings
 from toolserver.python.settings import ImportProfile
 from toolserver.settings import load_settings
-from toolserver.v1 import toolserver_pb2 as pb
 
 SMALL = {"sandbox.slots": 64, "sessions.max_sessions": 4}  # a server with few sessions
 
@@ -130,15 +130,29 @@ def test_session_memory_follows_the_request_the_server_and_the_caller():
         session_memory_mb(pb.Limits(memory_mb=512), settings, capped)
 
 
-def test_the_sandbox_runs_on_the_python_tools_runtime():
-    from toolserver.jails import sandbox_spec
+def test_each_tool_names_the_interpreter_its_jails_run():
+    from toolserver.jails import self_test_spec
     from toolserver.python.jails import python_jails
 
     settings = load_settings(**{"python.interpreter": "/usr/bin/python3", "python.huge_pages": False,
                                 "python.start_timeout_s": 7.0, "sessions.start_timeout_s": 9.0})
-    spec = sandbox_spec(settings)
-    assert (spec.interpreter, spec.huge_pages, spec.start_timeout_s) == ("/usr/bin/python3", False, 7.0)
-    assert spec.guard is None and spec.preload == ()  # the jail alone, as the self-test proves it
     jails = python_jails(settings)
-    assert jails.worker.interpreter == jails.session.interpreter == "/usr/bin/python3"
+    assert (jails.worker.interpreter, jails.worker.huge_pages, jails.worker.start_timeout_s) == (
+        "/usr/bin/python3", False, 7.0)
+    assert jails.session.interpreter == jails.scientific_worker.interpreter == "/usr/bin/python3"
     assert jails.session.start_timeout_s == 9.0 and jails.slim_worker.reroute_outside_stdlib
+    # python's interpreter is python's alone: the self-test and the cpp and bash jails keep theirs
+    spec = self_test_spec(settings)
+    assert spec.interpreter == settings.sandbox.interpreter == RUNTIME_INTERPRETER
+    assert spec.guard is None and spec.preload == ()  # the jail alone, as the self-test proves it
+    assert settings.cpp.runtime().interpreter == settings.bash.runtime().interpreter == RUNTIME_INTERPRETER
+    own = load_settings(**{"cpp.interpreter": "/usr/bin/python3.11", "bash.interpreter": "/usr/local/bin/python3"})
+    assert (own.cpp.runtime().interpreter, own.bash.runtime().interpreter, own.python.interpreter) == (
+        "/usr/bin/python3.11", "/usr/local/bin/python3", RUNTIME_INTERPRETER)
+
+
+@pytest.mark.parametrize("name", ["sandbox.interpreter", "python.interpreter", "cpp.interpreter", "bash.interpreter"])
+@pytest.mark.parametrize("path", ["/root/venv/bin/python", "/tmp/venv/bin/python", "python3"])
+def test_an_interpreter_the_jail_cannot_see_is_refused(name, path):
+    with pytest.raises(ConfigError, match=name.replace(".", r"\.")):
+        load_settings(**{name: path})

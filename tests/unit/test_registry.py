@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from toolserver.contract import TOOL_NAMES
+from toolcontract.names import TOOL_NAMES
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import InvalidRequest, PermissionDenied, ToolUnavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import SlotSupply, ToolRegistry
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 @pytest.fixture

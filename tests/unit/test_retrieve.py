@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import InvalidRequest
 from toolserver.fronts.retrieve import hits, search_calls
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 def test_search_r1_and_skyrl_bodies_become_searches():

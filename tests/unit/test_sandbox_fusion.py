@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import InvalidRequest
 from toolserver.fronts.sandbox_fusion import answer, cell_result, run_code_request, run_jupyter_request
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 def test_a_request_becomes_a_python_call_with_its_limits():

@@ -124,7 +124,7 @@ async def test_pools_grow_onto_spare_slots_while_calls_wait_and_shrink_when_idle
 
 
 async def test_a_call_that_cannot_start_in_time_is_refused_with_a_retry_time(started, sandbox_slots):
-    scheduler = Scheduler(max_queue=64, runs_on=RUNS_ON, held_s=0.2)
+    scheduler = Scheduler(max_queue=64, tool="cpp", runs_on=RUNS_ON, held_s=0.2)
     await started(scheduler, {WARM: sandbox_slots(1)})
     slow = asyncio.ensure_future(scheduler.run(WARM, sleeping(3, "slow")))
     await asyncio.sleep(0.1)
@@ -132,6 +132,7 @@ async def test_a_call_that_cannot_start_in_time_is_refused_with_a_retry_time(sta
     with answer_within(1.0 + START_MARGIN_S + 0.5), pytest.raises(Busy) as refused:
         await scheduler.run(WARM, request("1", "late", timeout_ms=1000))
     assert time.monotonic() - began < 1.5 and 1 <= refused.value.retry_after_s <= 6
+    assert "no cpp worker could start the call in time" in str(refused.value)  # the tool's own name
     assert (await slow).outcome == "OK"
     with answer_within(10.0):
         assert (await scheduler.run(WARM, request("4", "in time", timeout_ms=1000))).value == "4"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.search.docs_corpus import installed, module_documents
 from toolserver.search.executor import SearchExecutor, ensure_default_index
 from toolserver.search.index import Manifest
 from toolserver.search.settings import SearchSettings
-from toolserver.v1 import toolserver_pb2 as pb
 
 # A question a new user asks -> documents any of which is a right answer in the top 3.
 QUESTIONS = {

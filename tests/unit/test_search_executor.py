@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import ConfigError, InvalidRequest, NotFound, PermissionDenied, ToolUnavailable
 from toolserver.policy import CallerPolicy
 from toolserver.search.corpus import read_corpus
@@ -18,7 +19,6 @@ from toolserver.search.executor import SearchExecutor, search_call_from_json
 from toolserver.search.index import build_index, load_encoder
 from toolserver.search.rules import SearchRules
 from toolserver.search.settings import SearchSettings
-from toolserver.v1 import toolserver_pb2 as pb
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "search"
 

@@ -1,8 +1,8 @@
 import pytest
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import InvalidRequest, status_of
 from toolserver.text import is_valid_text, valid_text
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 def test_lone_surrogates_become_replacement_characters_and_pairs_join():

@@ -1,7 +1,7 @@
 """The trainer reaches the tool server only through its client and the generated API.
 
-Every import of a `toolserver` or `toolclient` module in `trainer/`, at module level or
-inside a function, must be `toolclient.client` or under `toolserver.v1`: the server's internals
+Every import of a `toolserver`, `toolclient` or `toolcontract` module in `trainer/`, at module
+level or inside a function, must be `toolclient.client` or under `toolcontract`: the server's internals
 (config, executors, service) can change without the trainer noticing.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 TRAINER = Path(__file__).resolve().parents[2] / "trainer"
-ALLOWED = ("toolclient.client", "toolserver.v1")
-PROJECT = ("toolserver", "toolclient")
+ALLOWED = ("toolclient.client", "toolcontract")
+PROJECT = ("toolserver", "toolclient", "toolcontract")
 
 
 def allowed(module: str) -> bool:
@@ -22,7 +22,7 @@ def allowed(module: str) -> bool:
 
 
 def toolserver_imports(source: str) -> list[tuple[int, str]]:
-    """(line, module) of every toolserver or toolclient module the source imports, wherever
+    """(line, module) of every project module the source imports, wherever
     the import is."""
     found = []
     for node in ast.walk(ast.parse(source)):
@@ -51,7 +51,7 @@ def test_trainer_imports_only_the_client_and_the_api(path):
 
 def test_the_trainer_uses_the_client():
     modules = {module for path in TRAINER.rglob("*.py") for _, module in toolserver_imports(path.read_text())}
-    assert "toolclient.client" in modules and any(m.startswith("toolserver.v1") for m in modules)
+    assert "toolclient.client" in modules and any(m.startswith("toolcontract.v1") for m in modules)
 
 
 @pytest.mark.parametrize("source", [
@@ -60,6 +60,7 @@ def test_the_trainer_uses_the_client():
     "import toolserver\n",
     "from toolserver import config\n",
     "from toolclient import integrations\n",
+    "from toolserver.v1 import toolserver_pb2 as pb\n",
     "def f():\n    from toolserver.config import read_toml\n    return read_toml\n",
     "class C:\n    def m(self):\n        import toolserver.python.pool as pool\n",
     "import importlib\nimportlib.import_module('toolserver.config')\n",
@@ -70,9 +71,9 @@ def test_an_import_of_the_internals_is_caught(source):
 
 @pytest.mark.parametrize("source", [
     "from toolclient.client import AsyncToolClient\n",
-    "from toolserver.v1 import toolserver_pb2 as pb\n",
-    "import toolserver.v1.toolserver_pb2\n",
-    "from toolclient import client\nfrom toolserver import v1\n",
+    "from toolcontract.v1 import toolserver_pb2 as pb\n",
+    "import toolcontract.v1.toolserver_pb2\n",
+    "from toolclient import client\nfrom toolcontract import v1\n",
     "def f():\n    from toolclient.client import ToolClient\n",
     "from toolserver_extra import x\nfrom trainer.config import ConfigError\nfrom . import formats\n",
 ])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.calls import PROGRAM_FILE, CallLimits, CallReply, CallRequest
+from sandbox.calls import PROGRAM_FILE, CallLimits, CallReply, CallRequest, CellRequest, SessionStart
 from sandbox.jail import JailPolicy
 from sandbox.selftest import probe_request
 from sandbox.slots import prepare_scratch
@@ -77,6 +77,34 @@ def test_the_zygote_answers_the_keys_the_host_reads():
              for key in node.value.keys}
     host_only = {"queued_us"}  # the scheduler's, never on the wire
     assert keys == {field.name for field in dataclasses.fields(CallReply)} - host_only
+
+
+def session_zygote_tree() -> ast.Module:
+    return ast.parse((Path(__file__).resolve().parents[2] / "sandbox" / "session_zygote.py").read_text())
+
+
+def keys_read_of(tree: ast.AST, name: str) -> set[str]:
+    """The keys the source reads of the dict named name: name["k"] and name.get("k")."""
+    keys = {node.slice.value for node in ast.walk(tree) if isinstance(node, ast.Subscript)
+            and getattr(node.value, "id", "") == name and isinstance(node.slice, ast.Constant)}
+    return keys | {node.args[0].value for node in ast.walk(tree) if isinstance(node, ast.Call)
+                   and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                   and getattr(node.func.value, "id", "") == name and isinstance(node.args[0], ast.Constant)}
+
+
+def test_a_session_reads_the_keys_of_its_start_and_its_cells():
+    tree = session_zygote_tree()
+    assert keys_read_of(tree, "start") == set(SessionStart(0, None).wire())
+    assert keys_read_of(tree, "call") == set(CellRequest("r", "1", "", 1).wire())
+
+
+def test_a_sessions_answer_has_the_keys_of_a_calls():
+    tree = session_zygote_tree()
+    run_call = next(node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and node.name == "run_call")
+    answer = next(node.value for node in ast.walk(run_call) if isinstance(node, ast.Return))
+    keys = {key.value for key in answer.keys}
+    assert keys <= {field.name for field in dataclasses.fields(CallReply)}
+    assert {"id", "outcome", "error", "exit_code", "value", "truncated"} == keys  # streams: the session's pipes
 
 
 def test_the_zygote_writes_the_program_where_the_host_keeps_room_for_it():

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from toolclient.client import AsyncToolClient, InvalidArgument, ToolClient, python_request
-from toolserver.answer_text import answer_text
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.answer_text import answer_text
+from toolcontract.v1 import toolserver_pb2 as pb
 
 ENV_PREFIX = "TOOLSERVER_"
 SESSION_ARGUMENTS = frozenset({"code", "stdin"})

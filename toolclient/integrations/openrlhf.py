@@ -42,8 +42,8 @@ import numpy as np
 from toolclient.client import ToolServerError
 from toolclient.integrations.calls import CallStats, FleetConfig, fleet_calls
 from toolclient.integrations.model_calls import ToolCall, fenced_calls, hermes_calls
-from toolserver.answer_text import answer_text
-from toolserver.contract import SESSION_TOOL, TOOL_NAMES
+from toolcontract.answer_text import answer_text
+from toolcontract.names import SESSION_TOOL, TOOL_NAMES
 
 try:
     from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor

@@ -34,8 +34,8 @@ from skyrl_gym.tools.core import ToolGroup, tool
 from toolclient.client import ToolServerError
 from toolclient.integrations.calls import CallStats, FleetConfig, fleet_calls
 from toolclient.integrations.model_calls import ToolCall, hermes_calls, tagged_calls
-from toolserver.answer_text import answer_text
-from toolserver.contract import TOOL_NAMES
+from toolcontract.answer_text import answer_text
+from toolcontract.names import TOOL_NAMES
 
 ENV_ID = "toolserver"
 DEFAULT_MAX_TURNS = 5

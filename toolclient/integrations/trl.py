@@ -31,8 +31,8 @@ from typing import Any
 
 from toolclient.client import NotFound, ToolServerError
 from toolclient.integrations.calls import CallStats, FleetConfig, FleetConfigError, ModelTools, fleet_calls
-from toolserver.answer_text import answer_text
-from toolserver.contract import TOOL_NAMES
+from toolcontract.answer_text import answer_text
+from toolcontract.names import TOOL_NAMES
 
 log = logging.getLogger(__name__)
 

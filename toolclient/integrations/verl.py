@@ -47,10 +47,10 @@ from toolclient.integrations.calls import (
     fleet_calls,
     function_schema,
 )
-from toolserver.answer_text import answer_text
-from toolserver.contract import SESSION_TOOL, TOOL_NAMES
-from toolserver.output_match import same_output
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.answer_text import answer_text
+from toolcontract.names import SESSION_TOOL, TOOL_NAMES
+from toolcontract.output_match import same_output
+from toolcontract.v1 import toolserver_pb2 as pb
 
 SESSION_KEY = "toolserver_session_id"
 STATS_KEY = "toolserver_calls"

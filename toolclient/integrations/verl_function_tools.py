@@ -14,7 +14,7 @@ from verl.tools.function_tool import function_tool
 
 from toolclient.client import ToolServerError
 from toolclient.integrations.calls import FleetConfig, fleet_calls
-from toolserver.answer_text import answer_text
+from toolcontract.answer_text import answer_text
 
 
 async def call(tool: str, arguments: dict) -> str:

@@ -16,12 +16,12 @@ import os
 from contextlib import AsyncExitStack
 
 from sandbox.calls import CallRequest
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.arguments import json_arguments
 from toolserver.errors import InvalidRequest, ToolUnavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext
 from toolserver.text import valid_text
-from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.zygotes.programs import exec_program, program_outcome
 from toolserver.zygotes.tool import NoPool, PooledTool, start_tool_pool
 
@@ -84,8 +84,9 @@ async def build_bash(context: BuildContext, stack: AsyncExitStack) -> BashExecut
     if not os.access(bash.shell, os.X_OK):
         return BashExecutor(settings, None, f"shell {bash.shell} is not here: install bash or set [bash] shell")
     try:
-        pool = await start_tool_pool("bash", context, slots, stack, max_queue=bash.max_queue,
-                                     grace_s=bash.worker_grace_s, recycle_after=bash.recycle_after)
+        pool = await start_tool_pool("bash", context, slots, stack, runtime=bash.runtime(),
+                                     max_queue=bash.max_queue, grace_s=bash.worker_grace_s,
+                                     recycle_after=bash.recycle_after)
     except NoPool as exc:
         return BashExecutor(settings, None, str(exc))
     log.info("bash: %s, %d workers", bash.shell, len(slots))

@@ -8,16 +8,26 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from toolserver.config import SlotClaim, require_positive
+from toolserver.config import (
+    RUNTIME_INTERPRETER,
+    CoreSettings,
+    SlotClaim,
+    ToolSection,
+    check_interpreter,
+    require_positive,
+)
 from toolserver.errors import ConfigError
+from toolserver.jails import Runtime
 
 
 @dataclass(frozen=True)
-class BashSettings:
+class BashSettings(ToolSection):
     enabled: bool = True                 # off: the tool is listed as unavailable and calls are refused
     shell: str = "/bin/bash"             # Debian's bash; visible inside the jail
     workers: int = 1                     # jailed zygotes that run scripts (a script's own programs
                                          # run in its process tree, capped with it)
+    interpreter: str = RUNTIME_INTERPRETER  # what those zygotes run on: a Python that forks each
+                                         # script's process, which execs the shell
     max_script_kb: int = 256             # longer scripts are a request error
     max_queue: int = 1024                # scripts waiting for a worker; past it RESOURCE_EXHAUSTED
     worker_grace_s: float = 5.0          # a worker that overruns a script's timeout by this is hung
@@ -27,7 +37,13 @@ class BashSettings:
         """Its workers run on the slots the tools before it leave."""
         return SlotClaim(wanted=self.workers if self.enabled else 0)
 
+    def runtime(self) -> Runtime:
+        return Runtime(interpreter=self.interpreter)
+
     def validate(self) -> None:
         require_positive("bash", self, ("workers", "max_script_kb", "max_queue", "worker_grace_s", "recycle_after"))
         if not os.path.isabs(self.shell):
             raise ConfigError(f"bash.shell must be an absolute path (the jail has no PATH), got {self.shell!r}")
+
+    def validate_with(self, settings: CoreSettings) -> None:
+        check_interpreter("bash.interpreter", self.interpreter, settings)

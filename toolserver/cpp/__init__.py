@@ -3,18 +3,17 @@ the jail on the tool's own warm zygotes.
 
 `executor.CppExecutor` is the entry point; `settings` holds [cpp] (the pinned compiler
 and flags), `programs` the launchers a call's process execs through, `compiler` the
-compile and its cache, `judge` a case's verdict, `schema` the tool as callers see it,
-`gauges` its metrics, `answer` what a model reads. Its zygotes run on the sandbox's own
-spec, with no preload and no Python-level guard (`toolserver.zygotes.tool`): a call's
-process only execs the compiler or the program, and the jail is the boundary. The
-executor loads when a server builds the tool.
+compile and its cache, `judge` a case's verdict, `schema` the tool as callers see it and
+`gauges` its metrics. Its zygotes run on the sandbox's own spec, with no preload and no
+Python-level guard (`toolserver.zygotes.tool`): a call's process only execs the compiler
+or the program, and the jail is the boundary. The executor loads when a server builds
+the tool.
 """
 
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from toolserver.cpp.answer import answer_lines
 from toolserver.cpp.settings import CppSettings
 from toolserver.registry import BuildContext, Tool, ToolPackage
 
@@ -25,4 +24,4 @@ async def build(context: BuildContext, stack: AsyncExitStack) -> Tool | None:
     return await build_cpp(context, stack)
 
 
-TOOL = ToolPackage(name="cpp", build=build, sections={"cpp": CppSettings}, answer=answer_lines)
+TOOL = ToolPackage(name="cpp", build=build, sections={"cpp": CppSettings})

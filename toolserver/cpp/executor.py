@@ -17,6 +17,7 @@ import subprocess
 from contextlib import AsyncExitStack
 
 from sandbox.calls import CallLimits, CallRequest
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
 from toolserver.cpp.compiler import COMPILER_OUTPUT_BYTES, Compiled, Compiler
 from toolserver.cpp.gauges import watch_cpp
@@ -28,7 +29,6 @@ from toolserver.errors import InvalidRequest, ToolUnavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext
 from toolserver.text import valid_text
-from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.zygotes.pool import WorkerPool
 from toolserver.zygotes.tool import NoPool, PooledTool, start_tool_pool
 
@@ -176,8 +176,9 @@ async def build_cpp(context: BuildContext, stack: AsyncExitStack) -> CppExecutor
         return CppExecutor(settings, None, None, reason=f"compiler {cpp.compiler} does not run: install g++ "
                                                         "(scripts/setup.sh does) or set [cpp] compiler")
     try:
-        pool = await start_tool_pool("cpp", context, slots, stack, max_queue=cpp.max_queue,
-                                     grace_s=cpp.worker_grace_s, recycle_after=cpp.recycle_after)
+        pool = await start_tool_pool("cpp", context, slots, stack, runtime=cpp.runtime(),
+                                     max_queue=cpp.max_queue, grace_s=cpp.worker_grace_s,
+                                     recycle_after=cpp.recycle_after)
     except NoPool as exc:
         return CppExecutor(settings, None, None, name, str(exc))
     caps = settings.limits

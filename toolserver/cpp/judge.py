@@ -10,9 +10,9 @@ past the cap cannot be judged), or SYSTEM_ERROR when the sandbox failed.
 from __future__ import annotations
 
 from sandbox.calls import CallReply
-from toolserver.output_match import same_output
+from toolcontract.output_match import same_output
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.text import valid_text
-from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.zygotes.programs import program_outcome
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from toolcontract.names import UINT32_MAX
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.arguments import json_arguments
-from toolserver.contract import UINT32_MAX
 from toolserver.cpp.settings import CppSettings
 from toolserver.errors import InvalidRequest
 from toolserver.text import is_valid_text
-from toolserver.v1 import toolserver_pb2 as pb
 
 COMPARISONS = {"lines": pb.COMPARE_LINES, "exact": pb.COMPARE_EXACT, "tokens": pb.COMPARE_TOKENS}
 ARGUMENTS = {"source": str, "stdin": str, "cases": list, "compare": str, "stop_on_failure": bool,

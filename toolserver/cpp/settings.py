@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
-from toolserver.config import SlotClaim, require_positive
+from toolserver.config import (
+    RUNTIME_INTERPRETER,
+    CoreSettings,
+    SlotClaim,
+    ToolSection,
+    check_interpreter,
+    hidden_by_the_jail,
+    require_positive,
+)
 from toolserver.cpus import available_cpus
 from toolserver.errors import ConfigError
-
-JAIL_HIDES = ("/root", "/tmp")  # what the jail does not show of the host
+from toolserver.jails import Runtime
 
 
 @dataclass(frozen=True)
-class CppSettings:
+class CppSettings(ToolSection):
     enabled: bool = True                 # off: the tool is listed as unavailable and calls are refused
     compiler: str = "/usr/bin/g++"       # Debian's GCC (package g++); visible inside the jail
     std: str = "c++17"                   # -std=, pinned: the dialect most judges and datasets use
@@ -27,6 +33,9 @@ class CppSettings:
                                          # take 0.25 s instead of 1.3 s); toolserver/cpp/precompiled.py
     precompiled_dir: str = "/var/lib/toolserver/cpp"  # where it is kept: readable inside the jail
     workers: int = 0                     # jailed zygotes that compile and run; 0: one per CPU, at least 2
+    interpreter: str = RUNTIME_INTERPRETER  # what those zygotes run on: a Python that forks each
+                                         # compile's and run's process, which execs the compiler or
+                                         # the program (no Python code of a call runs on it)
     compile_timeout_ms: int = 10_000     # a compile's wall time when the call leaves it at 0
     max_compile_timeout_ms: int = 30_000  # the most a call may ask for
     compile_memory_mb: int = 2048        # the compiler's processes together (cc1plus on a big
@@ -47,6 +56,9 @@ class CppSettings:
         """Its workers run on the slots the tools before it leave."""
         return SlotClaim(wanted=self.worker_count() if self.enabled else 0)
 
+    def runtime(self) -> Runtime:
+        return Runtime(interpreter=self.interpreter)
+
     def command(self) -> list[str]:
         """The compile's argv before its input and output: the compiler, -std and the flags."""
         return [self.compiler, f"-std={self.std}", *self.flags]
@@ -59,8 +71,7 @@ class CppSettings:
         if self.compile_timeout_ms > self.max_compile_timeout_ms:
             raise ConfigError(f"cpp.compile_timeout_ms ({self.compile_timeout_ms}) exceeds "
                               f"cpp.max_compile_timeout_ms ({self.max_compile_timeout_ms})")
-        resolved = Path(self.precompiled_dir).resolve()
-        if not os.path.isabs(self.precompiled_dir) or any(resolved.is_relative_to(hidden) for hidden in JAIL_HIDES):
+        if not os.path.isabs(self.precompiled_dir) or hidden_by_the_jail(self.precompiled_dir):
             raise ConfigError(f"cpp.precompiled_dir must be an absolute path outside /root and /tmp (the jail "
                               f"hides both), got {self.precompiled_dir!r}")
         if not os.path.isabs(self.compiler):
@@ -69,3 +80,6 @@ class CppSettings:
             raise ConfigError(f"cpp.std must be a C++ dialect (c++17, gnu++20, ...), got {self.std!r}")
         if any(not flag.startswith("-") or flag.startswith(("-o", "-x")) for flag in self.flags):
             raise ConfigError("cpp.flags are options (each starting with '-'; not -o or -x, which the tool sets)")
+
+    def validate_with(self, settings: CoreSettings) -> None:
+        check_interpreter("cpp.interpreter", self.interpreter, settings)

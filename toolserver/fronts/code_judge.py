@@ -24,14 +24,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
+from toolcontract.output_match import same_output
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import Exhausted, InvalidRequest, PermissionDenied, RequestError, Unauthenticated, Unavailable
 from toolserver.fronts.http_guard import parsed_body
 from toolserver.fronts.http_json import counted_reply, infrastructure_failed, status_for
-from toolserver.output_match import same_output
 from toolserver.policy import CallerPolicy
 from toolserver.text import valid_text
-from toolserver.v1 import toolserver_pb2 as pb
 
 FRONT = "code_judge"
 MAX_BATCH = 4096  # submissions in one batch request

@@ -15,12 +15,12 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 import grpc
 
+from toolcontract.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2_grpc as pb_grpc
 from toolserver.dispatch import Dispatcher, refused_response
 from toolserver.errors import InvalidRequest, RequestError, status_of
 from toolserver.fronts.grpc_transport import NOT_STARTED, Undecodable, require_decoded
 from toolserver.policy import CallerPolicy, Policies
-from toolserver.v1 import toolserver_pb2 as pb
-from toolserver.v1 import toolserver_pb2_grpc as pb_grpc
 
 log = logging.getLogger(__name__)
 

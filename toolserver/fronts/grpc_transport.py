@@ -11,8 +11,8 @@ import grpc
 from google.protobuf import message_factory
 from google.protobuf.message import DecodeError
 
+from toolcontract.names import SERVICE, SERVICE_NAME
 from toolserver.config import CoreSettings
-from toolserver.contract import SERVICE, SERVICE_NAME
 from toolserver.errors import ConfigError, InvalidRequest, RequestError, status_of
 from toolserver.policy import Policies
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import Busy, RequestError
 from toolserver.metrics import ServerMetrics
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 def status_for(error: RequestError, statuses: dict[type[RequestError], int], default: int) -> int:

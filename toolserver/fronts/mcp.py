@@ -3,7 +3,7 @@
 The tools are the server's own, as ListTools gives them to the caller (name, description,
 JSON schema), and for the tool that has sessions two more, `<tool>_session_open` and
 `<tool>_session_close`; none is written here. Each call goes to the server as a JsonCall,
-and its answer is what a model reads of it (`toolserver.answer_text`). The error rule:
+and its answer is what a model reads of it (`toolcontract.answer_text`). The error rule:
 the model's own failures (an exception, a timeout, a proof with errors) are normal output
 for it to read; a failure of the infrastructure (the server refusing or unreachable, the
 sandbox lost, the tool not installed) is an MCP error result (`isError`). A `Backend`
@@ -23,9 +23,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, CallToolResult, ListToolsResult, TextContent
 from mcp.types import Tool as MCPTool
 
-from toolserver.answer_text import answer_text
-from toolserver.contract import SESSION_TOOL, TOOL_NAMES
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.answer_text import answer_text
+from toolcontract.names import SESSION_TOOL, TOOL_NAMES
+from toolcontract.v1 import toolserver_pb2 as pb
 
 INSTRUCTIONS = (f"Tools that run in isolated sandboxes on this server: {', '.join(TOOL_NAMES)}; each is listed "
                 f"with what it does and its JSON schema (a tool the server or your policy does not serve is "

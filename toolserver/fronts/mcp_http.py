@@ -31,6 +31,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import (
@@ -47,7 +48,6 @@ from toolserver.errors import (
 from toolserver.fronts.http_json import status_for
 from toolserver.fronts.mcp import CALL_DEADLINE_S, Headers, Refused, mcp_server
 from toolserver.policy import CallerPolicy, Policies
-from toolserver.v1 import toolserver_pb2 as pb
 
 FRONT = "mcp"
 PATH = "/mcp"

@@ -16,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from toolserver.contract import UINT32_MAX
+from toolcontract.names import UINT32_MAX
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import (
     Exhausted,
@@ -31,7 +32,6 @@ from toolserver.errors import (
 from toolserver.fronts.http_guard import parsed_body
 from toolserver.fronts.http_json import counted_reply, status_for
 from toolserver.text import valid_text
-from toolserver.v1 import toolserver_pb2 as pb
 
 FRONT = "retrieve"
 MAX_QUERIES = 1024

@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.deadline import answer_within
 from toolserver.dispatch import Dispatcher
 from toolserver.errors import (
@@ -40,7 +41,6 @@ from toolserver.errors import (
 from toolserver.fronts.http_guard import parsed_body
 from toolserver.fronts.http_json import counted_reply, infrastructure_failed, status_for, with_error
 from toolserver.policy import CallerPolicy
-from toolserver.v1 import toolserver_pb2 as pb
 
 T = TypeVar("T")
 FRONT = "sandbox_fusion"

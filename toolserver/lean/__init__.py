@@ -2,15 +2,14 @@
 
 `executor.LeanExecutor` is the entry point; `pool` holds the pool policy, `repl` one
 REPL process, `header` the header/body split, `guard` the anti-cheat checks, `settings`
-the [lean] settings, `rules` a caller's headers and time, `jails` a REPL's spec, `answer`
-what a model reads of a result. The executor loads when a server builds the tool.
+the [lean] settings, `rules` a caller's headers and time and `jails` a REPL's
+spec. The executor loads when a server builds the tool.
 """
 
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from toolserver.lean.answer import answer_lines
 from toolserver.lean.rules import LeanRules
 from toolserver.lean.settings import LeanSettings
 from toolserver.registry import BuildContext, Tool, ToolPackage
@@ -22,5 +21,4 @@ async def build(context: BuildContext, stack: AsyncExitStack) -> Tool | None:
     return await build_lean(context, stack)
 
 
-TOOL = ToolPackage(name="lean", build=build, sections={"lean": LeanSettings}, rules=LeanRules,
-                   answer=answer_lines)
+TOOL = ToolPackage(name="lean", build=build, sections={"lean": LeanSettings}, rules=LeanRules)

@@ -22,6 +22,7 @@ from typing import Any
 
 from sandbox.jail import Slot
 from sandbox.worker import ZygoteSpec
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.arguments import json_arguments
 from toolserver.errors import InvalidRequest, PermissionDenied, ToolUnavailable
 from toolserver.lean.guard import check_proof
@@ -34,7 +35,6 @@ from toolserver.lean.settings import LeanSettings
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext, Tool
 from toolserver.text import valid_text
-from toolserver.v1 import toolserver_pb2 as pb
 
 log = logging.getLogger(__name__)
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from toolserver.config import SlotClaim, require_positive
+from toolserver.config import SlotClaim, ToolSection, require_positive
 from toolserver.errors import ConfigError
 from toolserver.lean.header import HeaderError, parse_header
 
 
 @dataclass(frozen=True)
-class LeanSettings:
+class LeanSettings(ToolSection):
     enabled: bool = True                 # off: the tool is listed as unavailable and calls are refused
     repl: str = ""                       # the leanprover-community/repl binary; empty: `repl` on PATH
     lake: str = ""                       # lake, to read the project's LEAN_PATH; empty: `lake` on PATH

@@ -1,16 +1,15 @@
 """The python tool: jailed warm zygotes for stateless calls, processes forked into jails made ahead for sessions.
 
 `executor.PythonExecutor` is the entry point; `settings` holds [python] and [sessions],
-`rules` a caller's python keys, `jails` its processes' specs, `gauges` its metrics,
-`answer` what a model reads of its result. The executor loads when a server builds the
-tool, so that reading the settings loads no pool.
+`rules` a caller's python keys, `jails` its processes' specs and `gauges` its metrics.
+The executor loads when a server builds the tool, so that reading the settings loads no
+pool.
 """
 
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from toolserver.python.answer import answer_lines
 from toolserver.python.rules import PythonRules
 from toolserver.python.settings import PythonSettings, SessionSettings
 from toolserver.registry import BuildContext, Tool, ToolPackage
@@ -23,4 +22,4 @@ async def build(context: BuildContext, stack: AsyncExitStack) -> Tool | None:
 
 
 TOOL = ToolPackage(name="python", build=build, sections={"python": PythonSettings, "sessions": SessionSettings},
-                   rules=PythonRules, answer=answer_lines)
+                   rules=PythonRules)

@@ -26,6 +26,7 @@ from sandbox.selftest import (
     probe_request,
 )
 from sandbox.worker import WorkerLost
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
 from toolserver.errors import InvalidRequest, RequestError, ToolUnavailable, Unavailable
 from toolserver.grants import effective_limits
@@ -39,7 +40,6 @@ from toolserver.python.sessions import SessionManager, open_files_wanted, raise_
 from toolserver.registry import BuildContext, Tool
 from toolserver.state import ServerState
 from toolserver.text import valid_text
-from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.zygotes.pool import WorkerPool
 from toolserver.zygotes.scheduler import Scheduler
 

@@ -43,13 +43,13 @@ def watch_python(metrics: ServerMetrics, python: Any) -> None:
         sessions = python.sessions
         metrics.sample("toolserver_sessions_open", "Open Python sessions", lambda: len(sessions.sessions))
         metrics.sample("toolserver_sessions_ready", "Python sessions made ahead, waiting for an OpenSession",
-                       lambda: len(sessions.ready))
-        counts = sessions.counts
+                       lambda: len(sessions.pool.ready))
+        counts, made = sessions.counts, sessions.pool.counts
         metrics.sample("toolserver_sessions_opened", "Python sessions opened", lambda: counts.opened)
         metrics.sample("toolserver_sessions_closed", "Python sessions closed (by their caller, the idle reaper, "
                        "or their process's end)", lambda: counts.closed)
         metrics.sample("toolserver_sessions_evicted", "Python sessions closed for being idle", lambda: counts.evicted)
         metrics.sample("toolserver_sessions_made", "Python sessions made (jail started, process forked into it)",
-                       lambda: counts.made)
+                       lambda: made.made)
         metrics.sample("toolserver_sessions_make_failures", "Python sessions that could not be made",
-                       lambda: counts.failed)
+                       lambda: made.failed)

@@ -30,7 +30,8 @@ class PythonJails:
 def zygote_spec(settings: CoreSettings) -> ZygoteSpec:
     """The warm workers': the sandbox's jail with the warm preload and the guard."""
     python = settings.python
-    return dataclasses.replace(sandbox_spec(settings), preload=python.preload, guard=guard_policy(python))
+    return dataclasses.replace(sandbox_spec(settings, python.runtime()), preload=python.preload,
+                               guard=guard_policy(python))
 
 
 def guard_policy(python: PythonSettings) -> GuardPolicy:

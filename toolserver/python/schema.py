@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.arguments import json_arguments
-from toolserver.v1 import toolserver_pb2 as pb
 
 PYTHON_SCHEMA = {
     "type": "object",

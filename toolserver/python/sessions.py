@@ -1,14 +1,16 @@
-"""Stateful Python sessions: processes forked from one warm zygote into jails made ahead.
+"""Stateful Python sessions: the table of open ones, and their calls.
 
 Each session is a process of its own slot (its uid, its scratch, its memory cgroup over
 all its processes) inside a firejail jail made for it with the workers' command line; the
 process is forked from the session zygote (`sandbox/session_zygote.py`), which has the
 workers' preloads imported, and joins that jail (`sandbox/sessions.py`). Sessions are made
-ahead of time, up to `sessions.ready` of them, so that OpenSession only hands one over:
-it sends the session its start (memory cap, import profile) and waits for it to serve.
-CloseSession answers at once; the jail is killed and the slot made ready again behind it.
+ahead of time (`toolserver/python/session_pool.py`), so that OpenSession only hands one
+over: it sends the session its start (memory cap, import profile) and waits for it to
+serve. CloseSession answers at once; the pool destroys the jail and makes the slot ready
+again behind it.
 
-Calls on one session run one at a time. A call past its timeout is interrupted (SIGINT,
+Calls on one session run one at a time, each a cell of the session's `__main__` whose
+answer reads as a zygote's (`cell_reply`). A call past its timeout is interrupted (SIGINT,
 KeyboardInterrupt in its code); a session that does not come back, or whose process dies,
 is closed. Idle sessions are closed by a reaper (counted as evictions). An OpenSession
 whose caller goes away leaves nothing behind.
@@ -25,45 +27,18 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.calls import CallReply
-from sandbox.cgroups import MemoryCgroup, MemoryCgroups, SlotCgroups
+from sandbox.calls import CallReply, CellRequest, SessionStart, session_state
+from sandbox.cgroups import MemoryCgroups
 from sandbox.jail import Slot
-from sandbox.sessions import (
-    HOLDER_SOURCE,
-    ProtocolBroken,
-    SessionJail,
-    SessionProcess,
-    SessionZygote,
-    make_session_process,
-)
-from sandbox.slots import kill_slot_processes, prepare_scratch
+from sandbox.sessions import ProtocolBroken, SessionProcess
 from sandbox.worker import WorkerLost, ZygoteSpec
 from toolserver.errors import Exhausted, NotFound, Unavailable
+from toolserver.python.session_pool import START_FRAME_BYTES, ReadySession, SessionPool
 
 log = logging.getLogger(__name__)
 
 INTERRUPT_GRACE_S = 3.0
-START_FRAME_BYTES = 4096  # a session's "waiting" and "serving" frames are a few dozen bytes
 VALUE_CHARS = 1 << 20  # a cell's value (its repr) is cut at this many characters, or the call's output cap
-QUIET_S = 0.1  # sessions are made ahead once OpenSession and CloseSession have been quiet this long
-MAKE_RETRY_S = 1.0  # after a session could not be made, the next try waits this long
-
-
-@dataclass
-class ReadySession:
-    """A session's jail and process, made ahead, waiting for its start."""
-
-    slot: Slot
-    jail: SessionJail | None
-    process: SessionProcess
-    cgroup: MemoryCgroup | None
-    base_mb: int = 0    # what its cgroup held when it was made: the warm process and its jail
-    oom_kills: int = 0  # its cgroup's OOM kills by then
-
-    def cap_memory(self, memory_mb: int) -> None:
-        """Lets the session's processes add memory_mb (0: no cap) to what they held when made."""
-        if self.cgroup is not None:
-            self.cgroup.set_limit_mb(self.base_mb + memory_mb if memory_mb else 0)
 
 
 @dataclass
@@ -114,165 +89,46 @@ class SessionCounts:
     opened: int = 0
     closed: int = 0
     evicted: int = 0
-    made: int = 0
-    failed: int = 0
 
 
 class SessionManager:
+    """The open sessions by id, their owners' counts, their calls; the sessions made ahead
+    are the pool's (`pool`)."""
+
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_sessions: int, ready: int, idle_timeout_s: int,
                  memory_mb: int, cgroups: MemoryCgroups | None = None, makers: int = 2) -> None:
         self.spec = spec  # toolserver.python.jails.session_spec
-        self.zygote = SessionZygote(spec)
-        self.free_slots = list(slots)
         self.max_sessions = min(max_sessions, len(slots))
-        self.ready_target = min(ready, self.max_sessions)
         self.idle_timeout_s = idle_timeout_s
-        self.default_memory_mb = memory_mb
         self.sessions: dict[str, Session] = {}
-        self.ready: list[ReadySession] = []
         self.counts = SessionCounts()
         self.unavailable = ""  # why sessions cannot be served, once known
-        self._making = 0
-        self._makers = asyncio.Semaphore(makers)
-        self._releasing = 0
-        self._changed = asyncio.Event()  # a slot came back, or a session made ahead is ready (or failed)
-        self._last_request = 0.0  # when the last OpenSession or CloseSession came
-        self._starved = 0  # OpenSessions waiting for a session being made
-        self._waiting_opens: set[asyncio.Task[Any]] = set()  # their tasks: one whose caller is gone stops there
+        self.pool = SessionPool(spec, slots, ready=min(ready, self.max_sessions), memory_mb=memory_mb,
+                                room=self._room, opening=lambda: self._opening > 0, cgroups=cgroups, makers=makers)
         self._opening = 0
         self._opening_by: dict[str, int] = {}
         self._open_by: dict[str, int] = {}
         self._closed = False
         self._reaper: asyncio.Task[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
-        self._slot_cgroups = SlotCgroups(cgroups)
-        self._zygote_lock = asyncio.Lock()
+
+    def _room(self) -> int:
+        return self.max_sessions - len(self.sessions) - self._opening
 
     async def start(self) -> None:
-        """Starts the zygote, the reaper and the making of ready sessions; a zygote that
-        cannot start leaves the manager refusing sessions (`unavailable` says why)."""
+        """Starts the pool (its zygote, its making of ready sessions) and the reaper; a zygote
+        that cannot start leaves the manager refusing sessions (`unavailable` says why)."""
         try:
-            await self.zygote.start()
+            await self.pool.start()
         except WorkerLost as exc:
-            self.unavailable = f"the session zygote did not start: {exc}"
-            log.error("%s", self.unavailable)
+            self.refuse(f"the session zygote did not start: {exc}")
             return
         self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
-        self._refill()
 
     def refuse(self, reason: str) -> None:
         """Stops serving sessions for reason (a failed check of their jail)."""
         self.unavailable = reason
+        self.pool.stopped = True
         log.error("refusing sessions: %s", reason)
-
-    # ---- making sessions ahead
-
-    def _refill(self) -> None:
-        if self._closed or self.unavailable:
-            return
-        room = self.max_sessions - len(self.sessions) - self._opening
-        while self.free_slots and len(self.ready) + self._making < min(self.ready_target, room):
-            self._making += 1
-            self._spawn(self._make_ready(self.free_slots.pop(0)))  # the longest free: not a just closed uid
-
-    async def _make_ready(self, slot: Slot) -> None:
-        """Makes a session ahead on slot once the server is quiet."""
-        made: ReadySession | None = None
-        try:
-            await self._quiet()
-            if self._closed:
-                await self._release_slot(slot, refill=False)
-                return
-            try:
-                made = await self._make(slot)
-            except Unavailable as exc:
-                log.warning("a ready session could not be made: %s", exc)
-                await asyncio.sleep(MAKE_RETRY_S)  # a host that cannot make one now is not asked at once again
-        finally:
-            self._making -= 1
-            self._changed.set()
-        if made is None:
-            self._refill()
-            return
-        if self._closed:
-            await self._destroy(made)
-            return
-        self.ready.append(made)
-
-    async def _make(self, slot: Slot) -> ReadySession:
-        """A new session's jail and process on slot (taken from the free ones); raises
-        Unavailable, with the slot given back."""
-        jail: SessionJail | None = None
-        async with self._makers:
-            loop = asyncio.get_running_loop()
-            try:
-                await loop.run_in_executor(None, prepare_scratch, slot)
-                cgroup = await loop.run_in_executor(None, self._slot_cgroups.of, slot.name)
-                if not self.spec.insecure_no_sandbox:
-                    jail = SessionJail(slot, cgroup)
-                    await jail.launch(self.spec, "session jail", HOLDER_SOURCE, {})
-                await self._zygote_alive()
-                process = await make_session_process(self.zygote, slot, jail, cgroup)
-                try:
-                    async with asyncio.timeout(self.spec.start_timeout_s):
-                        ready = await process.receive(START_FRAME_BYTES)
-                    if not ready.get("waiting"):
-                        raise WorkerLost(f"the session did not get ready: {ready!r}")
-                except (WorkerLost, TimeoutError):
-                    process.close()
-                    raise
-            except (WorkerLost, OSError, TimeoutError) as exc:
-                self.counts.failed += 1
-                if jail is not None:
-                    await jail.kill()
-                await self._release_slot(slot, refill=False)
-                raise Unavailable(f"a session could not be made: {exc}") from exc
-        made = ReadySession(slot, jail, process, cgroup)
-        if cgroup is not None:  # the usual cap set ahead: OpenSession changes it only when asked for another
-            made.base_mb, made.oom_kills = cgroup.usage_mb(), cgroup.oom_kills()
-            made.cap_memory(self.default_memory_mb)
-        self.counts.made += 1
-        return made
-
-    async def _quiet(self) -> None:
-        """Until no OpenSession or CloseSession has come for QUIET_S, or an OpenSession waits
-        for a session being made: a burst has the CPU first (making a session starts a jail
-        and forks the warm interpreter)."""
-        while not self._starved and (self._opening or time.monotonic() - self._last_request < QUIET_S):
-            await asyncio.sleep(QUIET_S)
-
-    async def _zygote_alive(self) -> None:
-        """Starts the session zygote again if it died; raises WorkerLost."""
-        async with self._zygote_lock:
-            if not self.zygote.alive:
-                log.warning("the session zygote died: starting it again")
-                await self.zygote.close()
-                self.zygote = SessionZygote(self.spec)
-                await self.zygote.start()
-
-    async def _take_ready(self) -> ReadySession:
-        """A ready session; else one made now on a free slot; else the next slot to come
-        back or session to be made ahead."""
-        while True:
-            while self.ready:
-                made = self.ready.pop()
-                if not made.process.ended:
-                    return made
-                self._spawn(self._destroy(made))
-            if self.free_slots:
-                return await self._make(self.free_slots.pop(0))
-            if not (self._releasing or self._making):
-                raise Exhausted(f"session limit reached ({self.max_sessions} open)")
-            self._starved += 1  # this open waits on the sessions being made ahead
-            self._changed.clear()
-            waiting = asyncio.current_task()
-            if waiting is not None:
-                self._waiting_opens.add(waiting)
-            try:
-                await self._changed.wait()
-            finally:
-                self._starved -= 1
-                self._waiting_opens.discard(waiting)
 
     # ---- open, call, close
 
@@ -286,13 +142,13 @@ class SessionManager:
         if len(self.sessions) + self._opening >= self.max_sessions or \
                 (max_for_owner and self._held_by(owner) >= max_for_owner):
             for dead in [s for s in self.sessions.values() if not s.alive and not s.lock.locked()]:
-                await self._end(dead)  # a session whose process died holds no place under the caps
+                self._end(dead)  # a session whose process died holds no place under the caps
         if max_for_owner and self._held_by(owner) >= max_for_owner:
             raise Exhausted(f"caller {owner!r} holds {max_for_owner} sessions, the most its policy allows")
         if len(self.sessions) + self._opening >= self.max_sessions:
             raise Exhausted(f"session limit reached ({self.max_sessions} open)")
         self._opening += 1
-        self._last_request = time.monotonic()
+        self.pool.last_request = time.monotonic()
         self._opening_by[owner] = self._opening_by.get(owner, 0) + 1
         rules = None if self.spec.guard is None else self.spec.guard.profiles[profile]
         guard = None if rules is None or rules.refuses_nothing() else rules.config()
@@ -300,18 +156,18 @@ class SessionManager:
         try:
             return await asyncio.shield(start)
         except asyncio.CancelledError:
-            if start in self._waiting_opens:
+            if start in self.pool.waiting_opens:
                 start.cancel()  # nothing taken yet: it waits for a slot or a session made ahead
             start.add_done_callback(self._close_orphan)
             raise
 
     async def _open(self, owner: str, memory_mb: int, guard: dict[str, Any] | None) -> Session:
         try:
-            made = await self._take_ready()
+            made = await self.pool.take(self.max_sessions)
             try:
                 session = await self._start(made, owner, memory_mb, guard)
             except BaseException:
-                self._spawn(self._destroy(made))
+                self.pool.spawn(self.pool.destroy(made))
                 raise
             self.sessions[session.session_id] = session
             self._open_by[owner] = self._open_by.get(owner, 0) + 1
@@ -319,7 +175,7 @@ class SessionManager:
         finally:
             self._opening -= 1
             self._opening_by[owner] -= 1
-            self._refill()
+            self.pool.refill()
         return session
 
     async def _start(self, made: ReadySession, owner: str, memory_mb: int, guard: dict[str, Any] | None) -> Session:
@@ -328,9 +184,9 @@ class SessionManager:
         try:
             made.cap_memory(memory_mb)
             async with asyncio.timeout(self.spec.start_timeout_s):
-                await process.send({"memory_mb": memory_mb, "guard": guard})
+                await process.send(SessionStart(memory_mb, guard).wire())
                 serving = await process.receive(START_FRAME_BYTES)
-            if not serving.get("serving"):
+            if session_state(serving) != "serving":
                 raise WorkerLost(f"the session did not serve: {serving!r}")
         except (WorkerLost, TimeoutError, OSError) as exc:
             raise Unavailable(f"the session did not start: {exc!r}") from exc
@@ -339,12 +195,7 @@ class SessionManager:
     def _close_orphan(self, start: asyncio.Task[Session]) -> None:
         """The OpenSession that started this session was cancelled: nobody will use it."""
         if not start.cancelled() and start.exception() is None:
-            self._spawn(self._end(start.result()))
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+            self._end(start.result())
 
     def _held_by(self, owner: str) -> int:
         return self._opening_by.get(owner, 0) + self._open_by.get(owner, 0)
@@ -357,12 +208,12 @@ class SessionManager:
         return session
 
     async def close(self, session_id: str, owner: str = "") -> None:
-        self._last_request = time.monotonic()
-        await self._end(self.get(session_id, owner))
+        self.pool.last_request = time.monotonic()
+        self._end(self.get(session_id, owner))
 
-    async def _end(self, session: Session, evicted: bool = False) -> None:
-        """Ends a session at once (its process killed, its place free) and destroys its
-        jail behind it; once, whoever reaches it first."""
+    def _end(self, session: Session, evicted: bool = False) -> None:
+        """Ends a session at once (its process killed, its place free) and hands its jail to
+        the pool to destroy behind it; once, whoever reaches it first."""
         if session.closed:
             return
         session.closed = True
@@ -372,43 +223,7 @@ class SessionManager:
             del self._open_by[session.owner]
         self.counts.closed += 1
         self.counts.evicted += evicted
-        session.process.close()
-        if session.made.jail is not None:
-            session.made.jail.signal_kill()  # everything of the session ends now; the rest once quiet
-        self._releasing += 1  # OpenSession waits for its slot rather than say the cap is reached
-        self._spawn(self._destroy(session.made, released=True))
-
-    async def _destroy(self, made: ReadySession, released: bool = False) -> None:
-        made.process.close()
-        emptied = False
-        try:
-            if released:
-                await self._quiet()  # a burst of closes is answered first
-            if made.jail is not None:
-                await made.jail.kill()
-                emptied = made.cgroup is not None
-            if made.cgroup is not None:
-                made.cgroup.set_limit_mb(0)
-        except OSError as exc:
-            log.warning("cleaning up the session on %s: %r", made.slot.name, exc)
-        finally:
-            if released:
-                self._releasing -= 1
-            await self._release_slot(made.slot, emptied)
-
-    async def _release_slot(self, slot: Slot, emptied: bool = False, refill: bool = True) -> None:
-        """Gives slot back once nothing runs as its uid (emptied: its jail's kill saw to it),
-        and makes a session ahead on it where one is wanted (refill)."""
-        self._releasing += 1
-        try:
-            if not emptied:
-                await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, slot)
-            self.free_slots.append(slot)
-        finally:
-            self._releasing -= 1
-            self._changed.set()
-        if refill:
-            self._refill()
+        self.pool.release(session.made)
 
     async def execute(self, session_id: str, owner: str, code: str, stdin: str, timeout_ms: int,
                       max_output_bytes: int) -> CallReply:
@@ -451,15 +266,16 @@ class SessionManager:
 
     async def _run(self, session: Session, code: str, stdin: str, timeout_ms: int,
                    max_output_bytes: int, abandoned: asyncio.Event) -> CallReply:
+        """The cell's answer as the session gives it (CallReply.from_wire, its outcome
+        decided in the jail), with what only the host knows: the output it read, an
+        interrupt it sent, output past the cap, a session that broke or died."""
         process = session.process
         outputs = {"stdout": OutputCap(max_output_bytes), "stderr": OutputCap(max_output_bytes)}
-        reply = CallReply("", "OK")
         started = time.monotonic()
-        result: dict[str, Any] | None = None
+        reply: CallReply | None = None
         interrupted = False
         broken = ""
-        number = secrets.token_hex(8)  # the session's answer must carry it: no frame written earlier can
-        value_chars = min(max_output_bytes, VALUE_CHARS)
+        cell = CellRequest(secrets.token_hex(8), code, stdin, min(max_output_bytes, VALUE_CHARS))
         cut: list[str] = []  # the streams that went past max_output_bytes: the cell is interrupted there
 
         def printed(name: str, data: bytes) -> None:
@@ -474,55 +290,45 @@ class SessionManager:
             process.drain_all()  # what the session wrote between calls is nobody's
             process.listen(printed)
             try:
-                result, interrupted = await self._answer(
-                    session, {"id": number, "code": code, "stdin": stdin, "value_chars": value_chars},
-                    timeout_ms / 1000.0, result_frame_bytes(value_chars), abandoned)
-                if result is not None and result.get("id") != number:
-                    raise ProtocolBroken("the session answered with a frame that is not this call's")
+                frame, interrupted = await self._answer(session, cell, timeout_ms / 1000.0,
+                                                        result_frame_bytes(cell.value_chars), abandoned)
+                reply = None if frame is None else cell_reply(frame, cell)
             except ProtocolBroken as exc:
-                broken, result = str(exc), None
+                broken = str(exc)
             except WorkerLost:
-                result = None
+                pass
             finally:
                 process.listen(None)
-        if result is None:
+        if reply is None:
             if broken:
-                reply.outcome, reply.exit_code, reply.error = (
-                    "CRASHED", -1, f"{broken}: the session broke its protocol and is closed")
+                reply = CallReply("", "CRASHED", exit_code=-1,
+                                  error=f"{broken}: the session broke its protocol and is closed")
             elif interrupted and session.alive and not process.ended:
-                reply.outcome, reply.exit_code, reply.error = (
-                    "TIMEOUT", -1, f"time limit of {timeout_ms} ms exceeded; the session did not stop, session closed")
+                reply = CallReply("", "TIMEOUT", exit_code=-1,
+                                  error=f"time limit of {timeout_ms} ms exceeded; the session did not stop, session closed")
             else:
-                reply.outcome, reply.exit_code, reply.error = (
-                    "CRASHED", -1, "the session's process died; the session is closed")
-            await self._end(session)
-        else:
-            value = result.get("value")
-            reply.value = value if isinstance(value, str) else ""
-            if result.get("ename"):
-                reply.outcome, reply.exit_code, reply.error = call_error(
-                    str(result["ename"]), result.get("evalue", ""), interrupted, timeout_ms)
-                if result["ename"] == "SystemExit":
-                    exit_code = result.get("exit_code")
-                    reply.exit_code = exit_code if isinstance(exit_code, int) and exit_code else 1
-            reply.truncated = bool(result.get("value_cut"))
-            if cut:
-                reply.outcome, reply.exit_code, reply.error = "OUTPUT_LIMIT", 1, (
-                    f"output limit of {max_output_bytes} bytes exceeded on {' and '.join(cut)}: "
-                    f"interrupted there, session kept")
+                reply = CallReply("", "CRASHED", exit_code=-1, error="the session's process died; the session is closed")
+            self._end(session)
+        elif cut:
+            reply.outcome, reply.exit_code, reply.error = "OUTPUT_LIMIT", 1, (
+                f"output limit of {max_output_bytes} bytes exceeded on {' and '.join(cut)}: interrupted there, "
+                "session kept")
+        elif interrupted and reply.outcome == "ERROR" and reply.error == "KeyboardInterrupt":
+            reply.outcome, reply.exit_code, reply.error = (
+                "TIMEOUT", -1, f"time limit of {timeout_ms} ms exceeded; interrupted, session kept")
         reply.stdout, reply.stderr = outputs["stdout"].text(), outputs["stderr"].text()
         reply.truncated = reply.truncated or outputs["stdout"].truncated or outputs["stderr"].truncated
         reply.elapsed_us = int((time.monotonic() - started) * 1e6)
         return reply
 
-    async def _answer(self, session: Session, call: dict[str, Any], timeout_s: float, max_size: int,
+    async def _answer(self, session: Session, cell: CellRequest, timeout_s: float, max_size: int,
                       abandoned: asyncio.Event) -> tuple[dict[str, Any] | None, bool]:
-        """Sends call and waits for the session's answer: until timeout_s, or until the
+        """Sends cell and waits for the session's answer: until timeout_s, or until the
         caller goes away (abandoned), then interrupts it and waits INTERRUPT_GRACE_S more.
         Returns the answer (None: none came) and whether the call was interrupted; raises
         WorkerLost (ProtocolBroken)."""
         process = session.process
-        await process.send(call)
+        await process.send(cell.wire())
         loop = asyncio.get_running_loop()
         receiving = loop.create_task(process.receive(max_size))
         given_up = loop.create_task(abandoned.wait())
@@ -548,23 +354,18 @@ class SessionManager:
                 if session.lock.locked():
                     continue
                 if not session.alive:
-                    await self._end(session)
+                    self._end(session)
                 elif now - session.last_used > session.idle_timeout_s:
                     log.info("closing session %s (idle)", session.session_id)
-                    await self._end(session, evicted=True)
+                    self._end(session, evicted=True)
 
     async def shutdown(self) -> None:
         self._closed = True
         if self._reaper is not None:
             self._reaper.cancel()
         for session in list(self.sessions.values()):
-            await self._end(session)
-        while self.ready:
-            self._spawn(self._destroy(self.ready.pop()))
-        while self._background:
-            await asyncio.gather(*list(self._background), return_exceptions=True)
-        await self.zygote.close()
-        self._slot_cgroups.remove_all()
+            self._end(session)
+        await self.pool.shutdown()
 
 
 def result_frame_bytes(value_chars: int) -> int:
@@ -573,16 +374,24 @@ def result_frame_bytes(value_chars: int) -> int:
     return 12 * value_chars + 65536
 
 
-def call_error(name: str, evalue: Any, interrupted: bool, timeout_ms: int) -> tuple[str, int, str]:
-    """The outcome, exit code and error of a call whose code raised name (evalue): a
-    KeyboardInterrupt the server's interrupt caused is its time limit."""
-    if interrupted and name == "KeyboardInterrupt":
-        return "TIMEOUT", -1, f"time limit of {timeout_ms} ms exceeded; interrupted, session kept"
-    if name == "MemoryError":
-        return "MEMORY_LIMIT", 1, "MemoryError: session memory limit reached"
-    if name in ("ImportDenied", "ActionDenied"):
-        return "DENIED", 1, f"{name}: {evalue}"
-    return "ERROR", 1, f"{name}: {evalue}"
+# What a session's cell may report of itself; the host names the rest (TIMEOUT past its
+# time, OUTPUT_LIMIT, CRASHED). A frame with another, or another call's token, is broken.
+CELL_OUTCOMES = ("OK", "ERROR", "MEMORY_LIMIT", "DENIED")
+
+
+def cell_reply(frame: dict[str, Any], cell: CellRequest) -> CallReply:
+    """The session's answer to cell, read as a zygote's; raises ProtocolBroken for one that
+    is not cell's (its token), not of the shape, or of an outcome a cell cannot have."""
+    try:
+        reply = CallReply.from_wire(frame)
+    except (TypeError, ValueError) as exc:
+        raise ProtocolBroken(f"the session answered with a frame of the wrong shape: {exc}") from exc
+    if reply.id != cell.id:
+        raise ProtocolBroken("the session answered with a frame that is not this call's")
+    if reply.outcome not in CELL_OUTCOMES:
+        raise ProtocolBroken(f"the session answered with outcome {reply.outcome[:40]!r}")
+    reply.id, reply.stdout, reply.stderr, reply.files = "", "", "", {}  # the host's own reading of those
+    return reply
 
 
 def open_files_wanted(max_sessions: int) -> int:

@@ -9,9 +9,15 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from toolserver.config import RUNTIME_INTERPRETER, CoreSettings, SlotClaim, require_positive
+from toolserver.config import (
+    RUNTIME_INTERPRETER,
+    CoreSettings,
+    SlotClaim,
+    ToolSection,
+    check_interpreter,
+    require_positive,
+)
 from toolserver.cpus import available_cpus
 from toolserver.errors import ConfigError
 from toolserver.jails import Runtime
@@ -93,7 +99,7 @@ def machine_memory_mb() -> int:
 
 
 @dataclass(frozen=True)
-class PythonSettings:
+class PythonSettings(ToolSection):
     workers: int = 0                  # warm jailed zygotes (the preload below); 0: two per CPU
                                       # this process may use, at most 16
     interpreter: str = RUNTIME_INTERPRETER  # the calls' runtime: its own environment, not the
@@ -148,7 +154,7 @@ class PythonSettings:
         return None if EVERY_MODULE in names else names
 
     def runtime(self) -> Runtime:
-        """The calls' runtime, which every jailed zygote of the server starts on."""
+        """The calls' runtime: what the tool's zygotes and sessions start on."""
         return Runtime(interpreter=self.interpreter, huge_pages=self.huge_pages, start_timeout_s=self.start_timeout_s)
 
     def slots(self) -> SlotClaim:
@@ -162,9 +168,7 @@ class PythonSettings:
         return max(0, min(settings.free_slots(), cap - workers))
 
     def validate_with(self, settings: CoreSettings) -> None:
-        if Path(self.interpreter).resolve().is_relative_to("/root") and not settings.sandbox.insecure_no_sandbox:
-            raise ConfigError(f"python.interpreter {self.interpreter} lies under /root, which the "
-                              "jail hides: use a virtual environment elsewhere (scripts/setup.sh makes one)")
+        check_interpreter("python.interpreter", self.interpreter, settings)
 
     def validate(self) -> None:
         require_positive("python", self, ("max_queue", "recycle_after", "extra_idle_s"))
@@ -189,7 +193,7 @@ class PythonSettings:
 
 
 @dataclass(frozen=True)
-class SessionSettings:
+class SessionSettings(ToolSection):
     max_sessions: int = 256           # open sessions, each in a jail of its own slot; past it
                                       # RESOURCE_EXHAUSTED
     ready: int = 64                   # sessions made ahead (jail started, process forked and

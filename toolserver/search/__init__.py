@@ -3,9 +3,8 @@
 `executor.SearchExecutor` answers SearchCalls in the server process;
 `executor.ensure_default_index` builds the default index (the documentation of the
 sandbox's Python modules); `cli` is the `toolserver index` command; `settings` holds
-[search], `rules` a caller's indexes, `answer` what a model reads of the hits. The
-executor loads when a server builds the tool, so that reading the settings does not load
-bm25s.
+[search] and `rules` a caller's indexes. The executor loads when a server builds the
+tool, so that reading the settings does not load bm25s.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from contextlib import AsyncExitStack
 from typing import Any
 
 from toolserver.registry import BuildContext, Tool, ToolPackage
-from toolserver.search.answer import answer_lines
 from toolserver.search.rules import SearchRules
 from toolserver.search.settings import SearchSettings
 
@@ -31,5 +29,4 @@ def add_commands(subparsers: Any) -> None:
     add_index_parser(subparsers)
 
 
-TOOL = ToolPackage(name="search", build=build, sections={"search": SearchSettings}, rules=SearchRules,
-                   answer=answer_lines, commands=add_commands)
+TOOL = ToolPackage(name="search", build=build, sections={"search": SearchSettings}, rules=SearchRules, commands=add_commands)

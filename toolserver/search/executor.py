@@ -17,8 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from pathlib import Path
 
+from toolcontract.names import UINT32_MAX
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.arguments import json_arguments
-from toolserver.contract import UINT32_MAX
 from toolserver.errors import ConfigError, Exhausted, InvalidRequest, NotFound, ToolUnavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext, Tool
@@ -40,7 +41,6 @@ from toolserver.search.index import (
 )
 from toolserver.search.rules import SearchRules
 from toolserver.search.settings import SearchSettings
-from toolserver.v1 import toolserver_pb2 as pb
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from toolserver.config import require_positive
+from toolserver.config import ToolSection, require_positive
 from toolserver.errors import ConfigError
 
 INDEX_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -25,7 +25,7 @@ def check_index_name(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class SearchSettings:
+class SearchSettings(ToolSection):
     data_dir: str = "/var/lib/toolserver/indexes"  # one directory per index, built by `toolserver index build`
     indexes: tuple[str, ...] = ()        # indexes served; empty: every index found in data_dir
     default_index: str = "python-docs"   # a SearchCall with no index uses this one

@@ -11,7 +11,7 @@ SIGSEGV); an allocation refused under the cap ends a C++ program in `std::bad_al
 from __future__ import annotations
 
 from sandbox.calls import PROGRAM_FILE, CallReply
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 KILLED = "killed by signal "
 OUT_OF_MEMORY = "std::bad_alloc"  # what libstdc++ says when an allocation fails under RLIMIT_AS

@@ -70,7 +70,7 @@ class Scheduler:
     def __init__(self, spare: list[Slot] | None = None, *, max_queue: int, tool: str = "",
                  runs_on: Mapping[str, tuple[str, ...]] | None = None, held_s: float = HELD_S,
                  max_starts: int = MAX_STARTS, idle_shrink_s: float = IDLE_SHRINK_S) -> None:
-        """tool: whose calls these are (its name starts the queue-full message); runs_on:
+        """tool: whose calls these are (its name is in the queue-full and busy messages); runs_on:
         by a call's class, the classes whose workers may run it, its own first (absent:
         its own only)."""
         self.pools: dict[str, WorkerPool] = {}
@@ -228,7 +228,8 @@ class Scheduler:
         now = time.monotonic()
         ends = [end for pool in self.pools.values() for end in pool.busy_until()]
         retry_after_s = max(1, math.ceil(min(ends, default=now + 1.0) - now))
-        return Busy(f"no python worker could start the call in time ({self.waiting} calls waiting)", retry_after_s)
+        worker = " ".join(filter(None, (self.tool, "worker")))
+        return Busy(f"no {worker} could start the call in time ({self.waiting} calls waiting)", retry_after_s)
 
     def _grow(self) -> None:
         """Starts extra workers for the calls that wait on held workers, while spare

@@ -10,12 +10,12 @@ from sandbox.calls import CallLimits
 from sandbox.cgroups import SlotCgroups
 from sandbox.jail import Slot
 from sandbox.worker import WorkerLost
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
 from toolserver.grants import effective_limits
-from toolserver.jails import sandbox_spec
+from toolserver.jails import Runtime, sandbox_spec
 from toolserver.policy import CallerPolicy
 from toolserver.registry import BuildContext, Tool
-from toolserver.v1 import toolserver_pb2 as pb
 from toolserver.zygotes.pool import WorkerPool
 from toolserver.zygotes.scheduler import Scheduler
 
@@ -25,18 +25,18 @@ class NoPool(Exception):
 
 
 async def start_tool_pool(tool: str, context: BuildContext, slots: list[Slot], stack: AsyncExitStack, *,
-                          max_queue: int, grace_s: float, recycle_after: int) -> WorkerPool:
-    """A started pool of one class of zygotes on the sandbox's own spec, for a tool whose
-    calls all run alike (its scheduler of its own, named for the tool); its teardown goes
-    on stack. Raises NoPool when it has no slots, the sandbox is not proven, or no worker
-    could start."""
+                          runtime: Runtime, max_queue: int, grace_s: float, recycle_after: int) -> WorkerPool:
+    """A started pool of one class of zygotes on the sandbox's own spec and the runtime its
+    tool names, for a tool whose calls all run alike (its scheduler of its own, named for
+    the tool); its teardown goes on stack. Raises NoPool when it has no slots, the sandbox
+    is not proven, or no worker could start."""
     if not slots:
         raise NoPool(f"no sandbox slots are left for {tool} workers (raise [sandbox] slots)")
     if not context.state.serving:
         raise NoPool(context.state.reason)
     slot_cgroups = SlotCgroups(context.cgroups)
     stack.callback(slot_cgroups.remove_all)
-    pool = WorkerPool(sandbox_spec(context.settings), slots, max_queue=max_queue, grace_s=grace_s,
+    pool = WorkerPool(sandbox_spec(context.settings, runtime), slots, max_queue=max_queue, grace_s=grace_s,
                       recycle_after=recycle_after, name=tool, slot_cgroups=slot_cgroups,
                       scheduler=Scheduler(max_queue=max_queue, tool=tool))
     stack.push_async_callback(pool.close)

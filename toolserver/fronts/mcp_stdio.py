@@ -9,8 +9,8 @@ requests carry no caller of their own.
 from __future__ import annotations
 
 from toolclient.client import AsyncToolClient, ToolServerError
+from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.fronts.mcp import CALL_DEADLINE_S, Headers, Refused, mcp_server
-from toolserver.v1 import toolserver_pb2 as pb
 
 
 class ClientBackend:

@@ -3,7 +3,7 @@ module spells them again: the service's name and the tools a request can call.""
 
 from __future__ import annotations
 
-from toolserver.v1 import toolserver_pb2 as pb
+from toolcontract.v1 import toolserver_pb2 as pb
 
 UINT32_MAX = 2**32 - 1  # the largest value of the contract's uint32 fields (limits, top_k)
 

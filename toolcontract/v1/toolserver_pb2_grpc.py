@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from toolserver.v1 import toolserver_pb2 as toolserver_dot_v1_dot_toolserver__pb2
+from toolcontract.v1 import toolserver_pb2 as toolcontract_dot_v1_dot_toolserver__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in toolserver/v1/toolserver_pb2_grpc.py depends on'
+        + ' but the generated code in toolcontract/v1/toolserver_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -36,33 +36,33 @@ class ToolServerStub:
         """
         self.Execute = channel.unary_unary(
                 '/toolserver.v1.ToolServer/Execute',
-                request_serializer=toolserver_dot_v1_dot_toolserver__pb2.ExecuteRequest.SerializeToString,
-                response_deserializer=toolserver_dot_v1_dot_toolserver__pb2.ExecuteResponse.FromString,
+                request_serializer=toolcontract_dot_v1_dot_toolserver__pb2.ExecuteRequest.SerializeToString,
+                response_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.ExecuteResponse.FromString,
                 _registered_method=True)
         self.ExecuteStream = channel.stream_stream(
                 '/toolserver.v1.ToolServer/ExecuteStream',
-                request_serializer=toolserver_dot_v1_dot_toolserver__pb2.ExecuteRequest.SerializeToString,
-                response_deserializer=toolserver_dot_v1_dot_toolserver__pb2.ExecuteResponse.FromString,
+                request_serializer=toolcontract_dot_v1_dot_toolserver__pb2.ExecuteRequest.SerializeToString,
+                response_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.ExecuteResponse.FromString,
                 _registered_method=True)
         self.ListTools = channel.unary_unary(
                 '/toolserver.v1.ToolServer/ListTools',
-                request_serializer=toolserver_dot_v1_dot_toolserver__pb2.ListToolsRequest.SerializeToString,
-                response_deserializer=toolserver_dot_v1_dot_toolserver__pb2.ListToolsResponse.FromString,
+                request_serializer=toolcontract_dot_v1_dot_toolserver__pb2.ListToolsRequest.SerializeToString,
+                response_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.ListToolsResponse.FromString,
                 _registered_method=True)
         self.OpenSession = channel.unary_unary(
                 '/toolserver.v1.ToolServer/OpenSession',
-                request_serializer=toolserver_dot_v1_dot_toolserver__pb2.OpenSessionRequest.SerializeToString,
-                response_deserializer=toolserver_dot_v1_dot_toolserver__pb2.Session.FromString,
+                request_serializer=toolcontract_dot_v1_dot_toolserver__pb2.OpenSessionRequest.SerializeToString,
+                response_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.Session.FromString,
                 _registered_method=True)
         self.CloseSession = channel.unary_unary(
                 '/toolserver.v1.ToolServer/CloseSession',
-                request_serializer=toolserver_dot_v1_dot_toolserver__pb2.CloseSessionRequest.SerializeToString,
-                response_deserializer=toolserver_dot_v1_dot_toolserver__pb2.CloseSessionResponse.FromString,
+                request_serializer=toolcontract_dot_v1_dot_toolserver__pb2.CloseSessionRequest.SerializeToString,
+                response_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.CloseSessionResponse.FromString,
                 _registered_method=True)
         self.GetServerInfo = channel.unary_unary(
                 '/toolserver.v1.ToolServer/GetServerInfo',
-                request_serializer=toolserver_dot_v1_dot_toolserver__pb2.ServerInfoRequest.SerializeToString,
-                response_deserializer=toolserver_dot_v1_dot_toolserver__pb2.ServerInfo.FromString,
+                request_serializer=toolcontract_dot_v1_dot_toolserver__pb2.ServerInfoRequest.SerializeToString,
+                response_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.ServerInfo.FromString,
                 _registered_method=True)
 
 
@@ -127,33 +127,33 @@ def add_ToolServerServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Execute': grpc.unary_unary_rpc_method_handler(
                     servicer.Execute,
-                    request_deserializer=toolserver_dot_v1_dot_toolserver__pb2.ExecuteRequest.FromString,
-                    response_serializer=toolserver_dot_v1_dot_toolserver__pb2.ExecuteResponse.SerializeToString,
+                    request_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.ExecuteRequest.FromString,
+                    response_serializer=toolcontract_dot_v1_dot_toolserver__pb2.ExecuteResponse.SerializeToString,
             ),
             'ExecuteStream': grpc.stream_stream_rpc_method_handler(
                     servicer.ExecuteStream,
-                    request_deserializer=toolserver_dot_v1_dot_toolserver__pb2.ExecuteRequest.FromString,
-                    response_serializer=toolserver_dot_v1_dot_toolserver__pb2.ExecuteResponse.SerializeToString,
+                    request_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.ExecuteRequest.FromString,
+                    response_serializer=toolcontract_dot_v1_dot_toolserver__pb2.ExecuteResponse.SerializeToString,
             ),
             'ListTools': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTools,
-                    request_deserializer=toolserver_dot_v1_dot_toolserver__pb2.ListToolsRequest.FromString,
-                    response_serializer=toolserver_dot_v1_dot_toolserver__pb2.ListToolsResponse.SerializeToString,
+                    request_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.ListToolsRequest.FromString,
+                    response_serializer=toolcontract_dot_v1_dot_toolserver__pb2.ListToolsResponse.SerializeToString,
             ),
             'OpenSession': grpc.unary_unary_rpc_method_handler(
                     servicer.OpenSession,
-                    request_deserializer=toolserver_dot_v1_dot_toolserver__pb2.OpenSessionRequest.FromString,
-                    response_serializer=toolserver_dot_v1_dot_toolserver__pb2.Session.SerializeToString,
+                    request_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.OpenSessionRequest.FromString,
+                    response_serializer=toolcontract_dot_v1_dot_toolserver__pb2.Session.SerializeToString,
             ),
             'CloseSession': grpc.unary_unary_rpc_method_handler(
                     servicer.CloseSession,
-                    request_deserializer=toolserver_dot_v1_dot_toolserver__pb2.CloseSessionRequest.FromString,
-                    response_serializer=toolserver_dot_v1_dot_toolserver__pb2.CloseSessionResponse.SerializeToString,
+                    request_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.CloseSessionRequest.FromString,
+                    response_serializer=toolcontract_dot_v1_dot_toolserver__pb2.CloseSessionResponse.SerializeToString,
             ),
             'GetServerInfo': grpc.unary_unary_rpc_method_handler(
                     servicer.GetServerInfo,
-                    request_deserializer=toolserver_dot_v1_dot_toolserver__pb2.ServerInfoRequest.FromString,
-                    response_serializer=toolserver_dot_v1_dot_toolserver__pb2.ServerInfo.SerializeToString,
+                    request_deserializer=toolcontract_dot_v1_dot_toolserver__pb2.ServerInfoRequest.FromString,
+                    response_serializer=toolcontract_dot_v1_dot_toolserver__pb2.ServerInfo.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -181,8 +181,8 @@ class ToolServer:
             request,
             target,
             '/toolserver.v1.ToolServer/Execute',
-            toolserver_dot_v1_dot_toolserver__pb2.ExecuteRequest.SerializeToString,
-            toolserver_dot_v1_dot_toolserver__pb2.ExecuteResponse.FromString,
+            toolcontract_dot_v1_dot_toolserver__pb2.ExecuteRequest.SerializeToString,
+            toolcontract_dot_v1_dot_toolserver__pb2.ExecuteResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -208,8 +208,8 @@ class ToolServer:
             request_iterator,
             target,
             '/toolserver.v1.ToolServer/ExecuteStream',
-            toolserver_dot_v1_dot_toolserver__pb2.ExecuteRequest.SerializeToString,
-            toolserver_dot_v1_dot_toolserver__pb2.ExecuteResponse.FromString,
+            toolcontract_dot_v1_dot_toolserver__pb2.ExecuteRequest.SerializeToString,
+            toolcontract_dot_v1_dot_toolserver__pb2.ExecuteResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -235,8 +235,8 @@ class ToolServer:
             request,
             target,
             '/toolserver.v1.ToolServer/ListTools',
-            toolserver_dot_v1_dot_toolserver__pb2.ListToolsRequest.SerializeToString,
-            toolserver_dot_v1_dot_toolserver__pb2.ListToolsResponse.FromString,
+            toolcontract_dot_v1_dot_toolserver__pb2.ListToolsRequest.SerializeToString,
+            toolcontract_dot_v1_dot_toolserver__pb2.ListToolsResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -262,8 +262,8 @@ class ToolServer:
             request,
             target,
             '/toolserver.v1.ToolServer/OpenSession',
-            toolserver_dot_v1_dot_toolserver__pb2.OpenSessionRequest.SerializeToString,
-            toolserver_dot_v1_dot_toolserver__pb2.Session.FromString,
+            toolcontract_dot_v1_dot_toolserver__pb2.OpenSessionRequest.SerializeToString,
+            toolcontract_dot_v1_dot_toolserver__pb2.Session.FromString,
             options,
             channel_credentials,
             insecure,
@@ -289,8 +289,8 @@ class ToolServer:
             request,
             target,
             '/toolserver.v1.ToolServer/CloseSession',
-            toolserver_dot_v1_dot_toolserver__pb2.CloseSessionRequest.SerializeToString,
-            toolserver_dot_v1_dot_toolserver__pb2.CloseSessionResponse.FromString,
+            toolcontract_dot_v1_dot_toolserver__pb2.CloseSessionRequest.SerializeToString,
+            toolcontract_dot_v1_dot_toolserver__pb2.CloseSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -316,8 +316,8 @@ class ToolServer:
             request,
             target,
             '/toolserver.v1.ToolServer/GetServerInfo',
-            toolserver_dot_v1_dot_toolserver__pb2.ServerInfoRequest.SerializeToString,
-            toolserver_dot_v1_dot_toolserver__pb2.ServerInfo.FromString,
+            toolcontract_dot_v1_dot_toolserver__pb2.ServerInfoRequest.SerializeToString,
+            toolcontract_dot_v1_dot_toolserver__pb2.ServerInfo.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,259 @@
+"""The sessions made ahead: jails and processes of free slots, waiting for an OpenSession.
+
+A session is made on a free slot (its scratch prepared, its memory cgroup, a firejail jail
+with the workers' command line and a holder, then a process forked from the session zygote
+into it, `sandbox/sessions.py`) once the server is quiet, up to the ready target and the
+room the session table leaves (`toolserver/python/sessions.py` holds the open ones). An
+OpenSession takes a ready one, or one made at once on a free slot, or waits for the next
+slot to come back or session to be made. A session that ends is destroyed behind its
+answer: its jail killed, its cgroup emptied, its slot given back once nothing runs as its
+uid, and a session made ahead on it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Coroutine
+
+from sandbox.calls import session_state
+from sandbox.cgroups import MemoryCgroup, MemoryCgroups, SlotCgroups
+from sandbox.jail import Slot
+from sandbox.sessions import HOLDER_SOURCE, SessionJail, SessionProcess, SessionZygote, make_session_process
+from sandbox.slots import kill_slot_processes, prepare_scratch
+from sandbox.worker import WorkerLost, ZygoteSpec
+from toolserver.errors import Exhausted, Unavailable
+
+log = logging.getLogger(__name__)
+
+START_FRAME_BYTES = 4096  # a session's "waiting" and "serving" frames are a few dozen bytes
+QUIET_S = 0.1  # sessions are made ahead once OpenSession and CloseSession have been quiet this long
+MAKE_RETRY_S = 1.0  # after a session could not be made, the next try waits this long
+
+
+@dataclass
+class ReadySession:
+    """A session's jail and process, made ahead, waiting for its start."""
+
+    slot: Slot
+    jail: SessionJail | None
+    process: SessionProcess
+    cgroup: MemoryCgroup | None
+    base_mb: int = 0    # what its cgroup held when it was made: the warm process and its jail
+    oom_kills: int = 0  # its cgroup's OOM kills by then
+
+    def cap_memory(self, memory_mb: int) -> None:
+        """Lets the session's processes add memory_mb (0: no cap) to what they held when made."""
+        if self.cgroup is not None:
+            self.cgroup.set_limit_mb(self.base_mb + memory_mb if memory_mb else 0)
+
+
+@dataclass
+class PoolCounts:
+    made: int = 0
+    failed: int = 0
+
+
+class SessionPool:
+    """The free slots and the sessions made ahead on them.
+
+    room: how many more sessions the table may hold (open and opening ones counted);
+    opening: whether an OpenSession is under way (a burst has the CPU before making)."""
+
+    def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, ready: int, memory_mb: int,
+                 room: Callable[[], int], opening: Callable[[], bool], cgroups: MemoryCgroups | None = None,
+                 makers: int = 2) -> None:
+        self.spec = spec  # toolserver.python.jails.session_spec
+        self.zygote = SessionZygote(spec)
+        self.free_slots = list(slots)
+        self.ready_target = ready
+        self.default_memory_mb = memory_mb  # the cap set ahead: a start changes it only when asked for another
+        self.ready: list[ReadySession] = []
+        self.counts = PoolCounts()
+        self.stopped = False  # no more sessions are made (shutting down, or sessions refused)
+        self.last_request = 0.0  # when the last OpenSession or CloseSession came
+        self._room = room
+        self._opening = opening
+        self._making = 0
+        self._makers = asyncio.Semaphore(makers)
+        self._releasing = 0
+        self._changed = asyncio.Event()  # a slot came back, or a session made ahead is ready (or failed)
+        self._starved = 0  # OpenSessions waiting for a session being made
+        self.waiting_opens: set[asyncio.Task[Any]] = set()  # their tasks: one whose caller is gone stops there
+        self._background: set[asyncio.Task[Any]] = set()
+        self._slot_cgroups = SlotCgroups(cgroups)
+        self._zygote_lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Starts the zygote and the making of ready sessions; raises WorkerLost."""
+        await self.zygote.start()
+        self.refill()
+
+    def refill(self) -> None:
+        """Makes sessions ahead on free slots, up to the ready target and the table's room."""
+        if self.stopped:
+            return
+        room = self._room()
+        while self.free_slots and len(self.ready) + self._making < min(self.ready_target, room):
+            self._making += 1
+            self.spawn(self._make_ready(self.free_slots.pop(0)))  # the longest free: not a just closed uid
+
+    async def _make_ready(self, slot: Slot) -> None:
+        """Makes a session ahead on slot once the server is quiet."""
+        made: ReadySession | None = None
+        try:
+            await self._quiet()
+            if self.stopped:
+                await self._release_slot(slot, refill=False)
+                return
+            try:
+                made = await self._make(slot)
+            except Unavailable as exc:
+                log.warning("a ready session could not be made: %s", exc)
+                await asyncio.sleep(MAKE_RETRY_S)  # a host that cannot make one now is not asked at once again
+        finally:
+            self._making -= 1
+            self._changed.set()
+        if made is None:
+            self.refill()
+            return
+        if self.stopped:
+            await self.destroy(made)
+            return
+        self.ready.append(made)
+
+    async def _make(self, slot: Slot) -> ReadySession:
+        """A new session's jail and process on slot (taken from the free ones); raises
+        Unavailable, with the slot given back."""
+        jail: SessionJail | None = None
+        async with self._makers:
+            loop = asyncio.get_running_loop()
+            try:
+                await loop.run_in_executor(None, prepare_scratch, slot)
+                cgroup = await loop.run_in_executor(None, self._slot_cgroups.of, slot.name)
+                if not self.spec.insecure_no_sandbox:
+                    jail = SessionJail(slot, cgroup)
+                    await jail.launch(self.spec, "session jail", HOLDER_SOURCE, {})
+                await self._zygote_alive()
+                process = await make_session_process(self.zygote, slot, jail, cgroup)
+                try:
+                    async with asyncio.timeout(self.spec.start_timeout_s):
+                        frame = await process.receive(START_FRAME_BYTES)
+                    if session_state(frame) != "waiting":
+                        raise WorkerLost(f"the session did not get ready: {frame!r}")
+                except (WorkerLost, TimeoutError):
+                    process.close()
+                    raise
+            except (WorkerLost, OSError, TimeoutError) as exc:
+                self.counts.failed += 1
+                if jail is not None:
+                    await jail.kill()
+                await self._release_slot(slot, refill=False)
+                raise Unavailable(f"a session could not be made: {exc}") from exc
+        made = ReadySession(slot, jail, process, cgroup)
+        if cgroup is not None:
+            made.base_mb, made.oom_kills = cgroup.usage_mb(), cgroup.oom_kills()
+            made.cap_memory(self.default_memory_mb)
+        self.counts.made += 1
+        return made
+
+    async def _quiet(self) -> None:
+        """Until no OpenSession or CloseSession has come for QUIET_S, or an OpenSession waits
+        for a session being made: a burst has the CPU first (making a session starts a jail
+        and forks the warm interpreter)."""
+        while not self._starved and (self._opening() or time.monotonic() - self.last_request < QUIET_S):
+            await asyncio.sleep(QUIET_S)
+
+    async def _zygote_alive(self) -> None:
+        """Starts the session zygote again if it died; raises WorkerLost."""
+        async with self._zygote_lock:
+            if not self.zygote.alive:
+                log.warning("the session zygote died: starting it again")
+                await self.zygote.close()
+                self.zygote = SessionZygote(self.spec)
+                await self.zygote.start()
+
+    async def take(self, limit: int) -> ReadySession:
+        """A ready session; else one made now on a free slot; else the next slot to come
+        back or session to be made ahead. Raises Exhausted when none can come (limit: the
+        table's, for the message), Unavailable when one could not be made."""
+        while True:
+            while self.ready:
+                made = self.ready.pop()
+                if not made.process.ended:
+                    return made
+                self.spawn(self.destroy(made))
+            if self.free_slots:
+                return await self._make(self.free_slots.pop(0))
+            if not (self._releasing or self._making):
+                raise Exhausted(f"session limit reached ({limit} open)")
+            self._starved += 1  # this open waits on the sessions being made ahead
+            self._changed.clear()
+            waiting = asyncio.current_task()
+            if waiting is not None:
+                self.waiting_opens.add(waiting)
+            try:
+                await self._changed.wait()
+            finally:
+                self._starved -= 1
+                self.waiting_opens.discard(waiting)
+
+    def release(self, made: ReadySession) -> None:
+        """Ends a session's use of its slot: everything of it is killed now, and its jail
+        destroyed and its slot given back once quiet (an OpenSession waits for the slot
+        meanwhile, rather than hear that the limit is reached)."""
+        made.process.close()
+        if made.jail is not None:
+            made.jail.signal_kill()
+        self._releasing += 1
+        self.spawn(self.destroy(made, released=True))
+
+    async def destroy(self, made: ReadySession, released: bool = False) -> None:
+        made.process.close()
+        emptied = False
+        try:
+            if released:
+                await self._quiet()  # a burst of closes is answered first
+            if made.jail is not None:
+                await made.jail.kill()
+                emptied = made.cgroup is not None
+            if made.cgroup is not None:
+                made.cgroup.set_limit_mb(0)
+        except OSError as exc:
+            log.warning("cleaning up the session on %s: %r", made.slot.name, exc)
+        finally:
+            if released:
+                self._releasing -= 1
+            await self._release_slot(made.slot, emptied)
+
+    async def _release_slot(self, slot: Slot, emptied: bool = False, refill: bool = True) -> None:
+        """Gives slot back once nothing runs as its uid (emptied: its jail's kill saw to it),
+        and makes a session ahead on it where one is wanted (refill)."""
+        self._releasing += 1
+        try:
+            if not emptied:
+                await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, slot)
+            self.free_slots.append(slot)
+        finally:
+            self._releasing -= 1
+            self._changed.set()
+        if refill:
+            self.refill()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Runs coro behind the answers; shutdown waits for it."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def shutdown(self) -> None:
+        """Destroys the sessions made ahead, waits for every destroy, stops the zygote."""
+        self.stopped = True
+        while self.ready:
+            self.spawn(self.destroy(self.ready.pop()))
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+        await self.zygote.close()
+        self._slot_cgroups.remove_all()
