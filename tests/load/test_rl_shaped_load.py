@@ -25,12 +25,14 @@ LOOP_TIMEOUT_S = 10  # verl's default; its client waits run_timeout + compile_ti
 
 @pytest.fixture(scope="module")
 def burst_server(tmp_path_factory):
-    """Three base workers (one per class) and 47 spare slots to grow onto: 50 workers,
-    enough to run 100 loops of 10 s in two rounds within verl's 30 s."""
+    """Three base workers (one per class) and 97 spare slots to grow onto: 100 workers,
+    enough to run 100 loops of 10 s at once, with verl's 30 s for the pools to grow even
+    on a machine whose cores something else keeps busy."""
     port = free_port()
-    running = RunningServer(tmp_path_factory.mktemp("burst"), workers=1, slim_workers=1, extra_slots=47,
+    running = RunningServer(tmp_path_factory.mktemp("burst"), workers=1, slim_workers=1, extra_slots=97,
                             args=("--http-port", str(port)),
-                            config="[lean]\nenabled = false\n[cpp]\nenabled = false\n[bash]\nenabled = false\n")
+                            config="[python]\nmax_workers = 100\n[lean]\nenabled = false\n[cpp]\nenabled = false\n"
+                                   "[bash]\nenabled = false\n")
     running.http = f"http://127.0.0.1:{port}"
     yield running
     running.stop()
@@ -46,12 +48,10 @@ def test_a_verl_burst_of_loops_is_answered_as_time_outs(burst_server):
         return verl_utils.check_correctness(url, {"inputs": [""], "outputs": ["done"]}, "while True:\n    pass\n",
                                             timeout=LOOP_TIMEOUT_S)
 
-    began = time.monotonic()
-    with ThreadPoolExecutor(BURST) as threads:
+    with ThreadPoolExecutor(BURST) as threads:  # each within verl's own deadline, or it says -1
         outcomes = list(threads.map(loop, range(BURST)))
     assert [results for results, _ in outcomes] == [[-3]] * BURST
     assert all(metadata[0]["status"] == "timeout" for _, metadata in outcomes)
-    assert time.monotonic() - began < 3 * LOOP_TIMEOUT_S
     samples = scrape(burst_server)
     refused = {name: value for name, value in samples.items()
                if name.startswith("toolserver_front_requests_total") and 'status="5' in name}
