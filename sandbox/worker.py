@@ -177,20 +177,26 @@ class JailedProcess:
     def stderr_tail(self) -> str:
         return "".join(self._stderr_tail)
 
+    def hold(self, process: asyncio.subprocess.Process) -> None:
+        """Holds the jail's firejail (just started: process) by a pidfd, what the jail is
+        killed through until it settles, and after."""
+        self._process = process
+        with contextlib.suppress(ProcessLookupError):  # gone already: nothing of it to kill
+            self._firejail_pidfd = os.pidfd_open(process.pid)
+
     async def launch(self, spec: "ZygoteSpec", name: str, source: str, config: dict[str, Any],
                      pass_fds: tuple[int, ...] = ()) -> dict[str, Any]:
         """Starts source (an in-jail program: a zygote, a session jail's holder) in the slot's jail with
         config (and pass_fds), waits for its hello frame, then settles the jail; returns
         the hello. Raises WorkerLost, with the jail killed."""
         try:
-            self._process = await spawn_jailed(
+            self.hold(await spawn_jailed(
                 spec, self.slot, [spec.interpreter, "-I", "-c", BOOTSTRAP], pass_fds,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            )
+            ))
         except OSError as exc:
             raise WorkerLost(f"cannot start the jail: {exc}") from exc
-        with contextlib.suppress(ProcessLookupError):  # gone already: nothing of it to kill
-            self._firejail_pidfd = os.pidfd_open(self._process.pid)
+        assert self._process is not None
         self._watch_stderr()
         payload = json.dumps({"config": config, "source": source, "name": name}).encode()
         try:

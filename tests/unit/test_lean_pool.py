@@ -110,7 +110,7 @@ async def test_different_headers_get_different_repls_and_lru_is_evicted(pool):
     assert c["header"] == "import C"
 
 
-async def test_timeout_kills_and_replaces_the_repl(pool):
+async def test_timeout_kills_and_replaces_the_repl(pool, caplog):
     before = env_info(await pool.run(A, "#env", 10))
     outcome = await pool.run(A, "theorem slow : 1 = 1 := by sleep 60", 0.5)
     assert outcome.status == "TIMEOUT" and "replaced" in outcome.error
@@ -119,6 +119,9 @@ async def test_timeout_kills_and_replaces_the_repl(pool):
     assert env_info(after)["instance"] != before["instance"]
     assert env_info(after)["elaborations"] == 1
     assert pool.stats().restarts == 1
+    await pool.close()
+    # each REPL killed through its firejail's pidfd at once, not left to a sweep of its uid 10 s later
+    assert not [record for record in caplog.records if "did not exit after SIGKILL" in record.getMessage()]
 
 
 async def test_a_crashed_repl_answers_crashed_and_is_replaced(pool):

@@ -86,10 +86,10 @@ class LeanRepl(JailedProcess):
                     {**self.slot.extra_env, **self.toolchain.env})
         await asyncio.get_running_loop().run_in_executor(None, prepare_scratch, slot)
         try:
-            self._process = await spawn_jailed(
+            self.hold(await spawn_jailed(
                 self.spec, slot, confined_program(self.spec, list(self.toolchain.command)), limit=STDOUT_LIMIT,
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            )
+            ))
         except OSError as exc:
             raise ReplLost(f"cannot start the Lean REPL: {exc}") from exc
         self._watch_stderr()
