@@ -1,5 +1,8 @@
 """A client balancing across three real replicas: round-robin, sessions pinned to their
-replica, calls refused by a draining replica retried elsewhere, a replica killed."""
+replica, calls refused by a draining replica retried elsewhere, a replica killed.
+
+The three replicas serve the whole module, in the file's order: all three up, then the
+first drained and stopped, then the second killed while the third serves on."""
 
 from __future__ import annotations
 
@@ -25,8 +28,9 @@ def balanced_client(replicas: list[RunningServer]) -> ToolClient:
     return ToolClient("ipv4:" + ",".join(r.target for r in replicas), timeout_s=60)
 
 
-@pytest.fixture
-def replicas(tmp_path):
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("replicas")
     for i in range(3):
         (tmp_path / f"r{i}").mkdir()
     running = start_replicas(tmp_path)

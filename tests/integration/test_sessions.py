@@ -249,7 +249,10 @@ def descendants_of(pid: int) -> list[int]:
 
 
 @pytest.mark.slow
-def test_a_thousand_opens_and_closes_leave_nothing_behind(tmp_path):
+def test_hundreds_of_opens_and_closes_leave_nothing_behind(tmp_path):
+    """500 sessions opened, used and closed one after another on 4 places: no descriptor,
+    process or memory of the server grows after the first 50 (a leak of one descriptor,
+    process or 80 kB a session shows)."""
     server = RunningServer(tmp_path, workers=1, sessions=4, config="[sessions]\nready = 4\n")
     try:
         pid = server.process.pid
@@ -264,12 +267,12 @@ def test_a_thousand_opens_and_closes_leave_nothing_behind(tmp_path):
             time.sleep(3)
             descriptors, rss, processes = (len(os.listdir(f"/proc/{pid}/fd")), server_rss_mb(pid),
                                            len(descendants_of(pid)))
-            for _ in range(950):
+            for _ in range(450):
                 cycle()
             deadline = time.monotonic() + 60
             while metric(server, "toolserver_sessions_ready") < 4 and time.monotonic() < deadline:
                 time.sleep(0.5)
-            assert metric(server, "toolserver_sessions_opened") >= 1000
+            assert metric(server, "toolserver_sessions_opened") >= 500
             assert metric(server, "toolserver_sessions_make_failures") == 0
             assert len(os.listdir(f"/proc/{pid}/fd")) <= descriptors + 4
             assert len(descendants_of(pid)) <= processes + 2  # no zombie or stray jail
