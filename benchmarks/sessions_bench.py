@@ -8,6 +8,16 @@ own (the shared warm image) and the server's.
 
     python benchmarks/sessions_bench.py --target 127.0.0.1:50051 --sizes 64,256,1000 [--burst 256]
 
+RL steps (`--steps S`): S training steps, each opening a batch of --batch sessions in bursts
+of --burst, one stateful call in each (two cells: the second reads what the first set),
+all closed, then --gap-s seconds (the step's generation and update) before the next. It
+prints each step's OpenSession and CloseSession p50/p99, the sessions made during the step
+and the gap after it with the machine's CPU per make (all of the machine's CPU in that
+time over the sessions made: run it on an otherwise idle machine), and the sessions' PSS
+while the batch is held.
+
+    python benchmarks/sessions_bench.py --server-pid PID --steps 4 --batch 256 --burst 64 --gap-s 60
+
 Run as root on the server's machine (PSS is read from /proc), against a server whose
 `sessions.max_sessions` covers the largest N and whose `sessions.ready` is what is
 measured (docs/speed.md, "Sessions", gives the configurations). Before each size it waits
@@ -92,10 +102,21 @@ def own_cpu_ms() -> float:
     return (usage.ru_utime + usage.ru_stime) * 1000
 
 
-def ready_sessions(metrics_url: str) -> int:
+def sessions_metric(metrics_url: str, name: str) -> int:
     text = urllib.request.urlopen(metrics_url, timeout=5).read().decode()
-    found = re.search(r"^toolserver_sessions_ready (\S+)", text, re.M)
+    found = re.search(rf"^toolserver_sessions_{name} (\S+)", text, re.M)
     return int(float(found.group(1))) if found else 0
+
+
+def ready_sessions(metrics_url: str) -> int:
+    return sessions_metric(metrics_url, "ready")
+
+
+def machine_cpu_s() -> float:
+    """CPU time the whole machine has spent busy (every core, all but idle and iowait)."""
+    with open("/proc/stat") as stat:
+        fields = [int(value) for value in stat.readline().split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 async def timed(call) -> tuple[float, object]:
@@ -141,6 +162,47 @@ def line(label: str, values: list[float]) -> str:
             f"max {max(values):8.1f} ms")
 
 
+async def rl_step(stub: pb_grpc.ToolServerStub, batch: int, burst: int, server_pid: int) -> dict[str, object]:
+    """One step's batch: opened in bursts, a stateful call in each, held, closed."""
+    open_ms: list[float] = []
+    opened: list[pb.Session] = []
+    for first in range(0, batch, burst):
+        results = await asyncio.gather(*(timed(stub.OpenSession(pb.OpenSessionRequest(), timeout=600))
+                                         for _ in range(min(burst, batch - first))))
+        open_ms += [ms for ms, _ in results]
+        opened += [session for _, session in results]
+
+    async def stateful(session: pb.Session) -> None:
+        for code, value in (("rollout = 41", ""), ("rollout + 1", "42")):
+            response = await stub.Execute(pb.ExecuteRequest(python=pb.PythonCall(
+                code=code, session_id=session.session_id)), timeout=120)
+            assert response.outcome == pb.OK and response.python.value == value, response
+
+    await asyncio.gather(*(stateful(session) for session in opened))
+    held = memory_of_sessions(server_pid)
+    close_ms = await close_all(stub, opened)
+    return {"open_ms": open_ms, "close_ms": close_ms, "held": held}
+
+
+async def rl_steps(stub: pb_grpc.ToolServerStub, args: argparse.Namespace) -> None:
+    print(f"{args.steps} steps of {args.batch} sessions (bursts of {args.burst}), {args.gap_s:.0f} s apart")
+    for step in range(args.steps):
+        ready = ready_sessions(args.metrics)
+        made, cpu = sessions_metric(args.metrics, "made"), machine_cpu_s()
+        result = await rl_step(stub, args.batch, args.burst, args.server_pid)
+        await asyncio.sleep(args.gap_s)
+        made, cpu = sessions_metric(args.metrics, "made") - made, machine_cpu_s() - cpu
+        held = result["held"]
+        print(f"step {step + 1}: {ready} ready when it began")
+        print(line("OpenSession", result["open_ms"]))  # type: ignore[arg-type]
+        print(line("CloseSession", result["close_ms"]))  # type: ignore[arg-type]
+        per_make = f"{cpu / made * 1000:.0f} ms of CPU each" if made else "none made"
+        print(f"{'made':>14}: {made} sessions in the step and the gap after it, {per_make} (the machine's "
+              f"{cpu:.1f} CPU-s over that time, the calls included); {ready_sessions(args.metrics)} ready at its end")
+        print(f"{'memory':>14}: {held['sessions_mb']:.0f} MB PSS for the batch's {held['session_processes']} "  # type: ignore[index]
+              f"session uids ({held['sessions_mb'] / max(held['session_processes'], 1):.1f} MB each)")  # type: ignore[index]
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="127.0.0.1:50051")
@@ -152,9 +214,15 @@ async def main() -> None:
     parser.add_argument("--hold-s", type=float, default=5.0, help="how long the sessions are held before closing")
     parser.add_argument("--wait-ready", type=int, default=0,
                         help="sessions made ahead to wait for before each size (0: the first burst's)")
+    parser.add_argument("--steps", type=int, default=0, help="RL steps to run (0: the sizes instead)")
+    parser.add_argument("--batch", type=int, default=256, help="an RL step's sessions")
+    parser.add_argument("--gap-s", type=float, default=60.0, help="seconds from a step's closes to the next step")
     args = parser.parse_args()
     async with grpc.aio.insecure_channel(args.target) as channel:
         stub = pb_grpc.ToolServerStub(channel)
+        if args.steps:
+            await rl_steps(stub, args)
+            return
         for size in (int(value) for value in args.sizes.split(",")):
             deadline = time.monotonic() + 1800
             wanted = args.wait_ready or min(size, args.burst)

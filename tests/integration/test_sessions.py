@@ -286,3 +286,38 @@ def server_rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise AssertionError("no VmRSS")
+
+
+def wait_for_metric(server: RunningServer, name: str, value: float, within_s: float = 120) -> float:
+    deadline = time.monotonic() + within_s
+    while (found := metric(server, name)) != value and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return found
+
+
+def test_the_pool_learns_a_batch_and_forgets_it(tmp_path):
+    """A batch of 6 sessions at once where 2 are kept ready: once closed, 6 are made ahead
+    for the next batch, which finds them all ready; 10 s (keep_peak_s) after the batch was
+    last that large, the pool gives the extra 4 back (their jails and slots)."""
+    server = RunningServer(tmp_path, workers=1, sessions=8, config="[sessions]\nready = 2\nkeep_peak_s = 10\n")
+    try:
+        with server.client() as client:
+            assert wait_for_metric(server, "toolserver_sessions_ready", 2) == 2
+            for step in range(2):
+                made = metric(server, "toolserver_sessions_made")
+                batch = [client.open_session() for _ in range(6)]
+                peak_at = time.monotonic()
+                if step == 1:  # every one of the second batch was made ahead: none made on demand
+                    assert metric(server, "toolserver_sessions_made") == made
+                for session in batch:
+                    assert client.run_python("x = 1\nx", session_id=session.session_id).python.value == "1"
+                    client.close_session(session.session_id)
+                if step == 0:
+                    assert wait_for_metric(server, "toolserver_sessions_ready", 6) == 6
+            time.sleep(max(0.0, peak_at + 10 - time.monotonic()))  # the peak is forgotten from here on
+            assert wait_for_metric(server, "toolserver_sessions_ready", 2, within_s=60) == 2
+            time.sleep(2)
+            assert metric(server, "toolserver_sessions_ready") == 2  # not passing by: kept there
+            assert metric(server, "toolserver_sessions_make_failures") == 0
+    finally:
+        server.stop()

@@ -254,7 +254,8 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
     if session_slots:
         raise_open_files(open_files_wanted(len(session_slots)))
         sessions = SessionManager(jails.session, session_slots, max_sessions=settings.sessions.max_sessions,
-                                  ready=settings.sessions.ready, idle_timeout_s=settings.sessions.idle_timeout_s,
+                                  ready=settings.sessions.ready, keep_peak_s=settings.sessions.keep_peak_s,
+                                  idle_timeout_s=settings.sessions.idle_timeout_s,
                                   memory_mb=settings.sessions.memory_mb, cgroups=context.cgroups)
         stack.push_async_callback(sessions.shutdown)
         await sessions.start()

@@ -2,8 +2,12 @@
 
 A session is made on a free slot (its scratch prepared, its memory cgroup, a firejail jail
 with the workers' command line and a holder, then a process forked from the session zygote
-into it, `sandbox/sessions.py`) once the server is quiet, up to the ready target and the
-room the session table leaves (`toolserver/python/sessions.py` holds the open ones). An
+into it, `sandbox/sessions.py`) once the server is quiet, up to what the pool wants ready
+and the room the session table leaves (`toolserver/python/sessions.py` holds the open
+ones). The pool learns the batch: it wants `sessions.ready`, or the most sessions open at
+once lately (an RL step's batch) if more, so that the next step finds its whole batch made
+ahead; a peak not reached again for `keep_peak_s` is forgotten and the sessions made for
+it given back. An
 OpenSession takes a ready one, or one made at once on a free slot, or waits for the next
 slot to come back or session to be made. A session that ends is destroyed behind its
 answer: its jail killed, its cgroup emptied, its slot given back once nothing runs as its
@@ -63,12 +67,15 @@ class SessionPool:
     opening: whether an OpenSession is under way (a burst has the CPU before making)."""
 
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, ready: int, memory_mb: int,
-                 room: Callable[[], int], opening: Callable[[], bool], cgroups: MemoryCgroups | None = None,
-                 makers: int = 2) -> None:
+                 room: Callable[[], int], opening: Callable[[], bool], keep_peak_s: float = 900.0,
+                 cgroups: MemoryCgroups | None = None, makers: int = 2) -> None:
         self.spec = spec  # toolserver.python.jails.session_spec
         self.zygote = SessionZygote(spec)
         self.free_slots = list(slots)
-        self.ready_target = ready
+        self.ready_target = ready  # the least kept made ahead
+        self.keep_peak_s = keep_peak_s
+        self.peak = 0  # the most sessions open (or opening) at once lately
+        self.peak_at = 0.0  # when it was last reached
         self.default_memory_mb = memory_mb  # the cap set ahead: a start changes it only when asked for another
         self.ready: list[ReadySession] = []
         self.counts = PoolCounts()
@@ -91,12 +98,24 @@ class SessionPool:
         await self.zygote.start()
         self.refill()
 
+    def note_demand(self, sessions: int) -> None:
+        """An OpenSession came with sessions open or opening, itself counted."""
+        now = time.monotonic()
+        if sessions >= self.peak or now - self.peak_at > self.keep_peak_s:
+            self.peak, self.peak_at = sessions, now
+
+    def wanted(self) -> int:
+        """How many sessions to keep made ahead: the ready target, or the recent peak if more."""
+        if self.peak and time.monotonic() - self.peak_at > self.keep_peak_s:
+            self.peak = 0
+        return max(self.ready_target, self.peak)
+
     def refill(self) -> None:
-        """Makes sessions ahead on free slots, up to the ready target and the table's room."""
+        """Makes sessions ahead on free slots, up to what is wanted and the table's room."""
         if self.stopped:
             return
         room = self._room()
-        while self.free_slots and len(self.ready) + self._making < min(self.ready_target, room):
+        while self.free_slots and len(self.ready) + self._making < min(self.wanted(), room):
             self._making += 1
             self.spawn(self._make_ready(self.free_slots.pop(0)))  # the longest free: not a just closed uid
 
@@ -199,6 +218,14 @@ class SessionPool:
             finally:
                 self._starved -= 1
                 self.waiting_opens.discard(waiting)
+
+    def trim(self) -> None:
+        """Gives back sessions made ahead beyond what is wanted (a peak forgotten): their
+        jails, their memory and their slots; none while an OpenSession is under way."""
+        excess = len(self.ready) - self.wanted()
+        while excess > 0 and self.ready and not self._opening() and not self.stopped:
+            self.spawn(self.destroy(self.ready.pop(0)))  # the longest made
+            excess -= 1
 
     def release(self, made: ReadySession) -> None:
         """Ends a session's use of its slot: everything of it is killed now, and its jail

@@ -96,7 +96,8 @@ class SessionManager:
     are the pool's (`pool`)."""
 
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_sessions: int, ready: int, idle_timeout_s: int,
-                 memory_mb: int, cgroups: MemoryCgroups | None = None, makers: int = 2) -> None:
+                 memory_mb: int, keep_peak_s: float = 900.0, cgroups: MemoryCgroups | None = None,
+                 makers: int = 2) -> None:
         self.spec = spec  # toolserver.python.jails.session_spec
         self.max_sessions = min(max_sessions, len(slots))
         self.idle_timeout_s = idle_timeout_s
@@ -104,7 +105,8 @@ class SessionManager:
         self.counts = SessionCounts()
         self.unavailable = ""  # why sessions cannot be served, once known
         self.pool = SessionPool(spec, slots, ready=min(ready, self.max_sessions), memory_mb=memory_mb,
-                                room=self._room, opening=lambda: self._opening > 0, cgroups=cgroups, makers=makers)
+                                room=self._room, opening=lambda: self._opening > 0, keep_peak_s=keep_peak_s,
+                                cgroups=cgroups, makers=makers)
         self._opening = 0
         self._opening_by: dict[str, int] = {}
         self._open_by: dict[str, int] = {}
@@ -148,6 +150,7 @@ class SessionManager:
         if len(self.sessions) + self._opening >= self.max_sessions:
             raise Exhausted(f"session limit reached ({self.max_sessions} open)")
         self._opening += 1
+        self.pool.note_demand(len(self.sessions) + self._opening)
         self.pool.last_request = time.monotonic()
         self._opening_by[owner] = self._opening_by.get(owner, 0) + 1
         rules = None if self.spec.guard is None else self.spec.guard.profiles[profile]
@@ -347,8 +350,10 @@ class SessionManager:
         return (receiving.result() if receiving in done else None), interrupted
 
     async def _reap_idle(self) -> None:
+        """Closes idle sessions, and has the pool give back what it no longer wants made ahead."""
         while not self._closed:
             await asyncio.sleep(1.0)
+            self.pool.trim()
             now = time.monotonic()
             for session in list(self.sessions.values()):
                 if session.lock.locked():

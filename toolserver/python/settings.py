@@ -198,7 +198,12 @@ class SessionSettings(ToolSection):
                                       # RESOURCE_EXHAUSTED
     ready: int = 64                   # sessions made ahead (jail started, process forked and
                                       # joined): OpenSession hands one over; past them, an open
-                                      # waits for one to be made (~0.2 s of CPU each here)
+                                      # waits for one to be made (~0.2 s of CPU each here). The
+                                      # pool keeps more while a larger batch was asked for lately
+    keep_peak_s: float = 900.0        # how long the largest batch (sessions open at once) is kept
+                                      # ready for after it was last reached: a training step's batch
+                                      # finds its sessions made ahead at the next step; past this
+                                      # the extra ones are given back (~4 MB of PSS and a slot each)
     idle_timeout_s: int = 600         # a session unused this long is closed (an eviction)
     start_timeout_s: float = 60.0     # for the session zygote to warm, and a session to start
     memory_mb: int = 1024             # memory a session may add to the warm process: its address
@@ -210,7 +215,7 @@ class SessionSettings(ToolSection):
         return SlotClaim(held=self.max_sessions)
 
     def validate(self) -> None:
-        require_positive("sessions", self, ("idle_timeout_s", "memory_mb"))
+        require_positive("sessions", self, ("idle_timeout_s", "memory_mb", "keep_peak_s"))
         if self.max_sessions < 0:
             raise ConfigError("sessions.max_sessions must not be negative")
         if self.ready < 0:
