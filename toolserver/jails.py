@@ -17,6 +17,8 @@ from sandbox.worker import ZygoteSpec
 from toolserver.config import RUNTIME_INTERPRETER, CoreSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The project's packages (pyproject.toml's [tool.setuptools.packages.find] include, which a test holds it to).
+PROJECT_PACKAGES = ("toolcontract", "toolserver", "toolclient", "sandbox", "trainer")
 
 
 @dataclass(frozen=True)
@@ -34,8 +36,7 @@ def project_paths() -> list[str]:
     its own packages. Workers get their code over their control pipe."""
     if (PROJECT_ROOT / "pyproject.toml").exists():
         return [str(PROJECT_ROOT)]
-    return [str(PROJECT_ROOT / package) for package in ("toolserver", "toolclient", "sandbox", "trainer")
-            if (PROJECT_ROOT / package).exists()]
+    return [str(PROJECT_ROOT / package) for package in PROJECT_PACKAGES if (PROJECT_ROOT / package).exists()]
 
 
 def self_test_spec(settings: CoreSettings) -> ZygoteSpec:

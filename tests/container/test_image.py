@@ -18,6 +18,7 @@ from grpc_health.v1 import health_pb2
 from tests.container.conftest import ROOT, ServerContainer, compose_service, podman
 from toolclient.client import Unavailable
 from toolcontract.v1 import toolserver_pb2 as pb
+from toolserver.jails import PROJECT_PACKAGES
 from toolserver.settings import Settings
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(900)]
@@ -39,7 +40,7 @@ def test_the_image_has_a_slot_user_for_every_slot_the_server_uses(image):
 
 def test_the_image_holds_the_package_sources_and_no_build_secret(image):
     listing = podman("run", "--rm", "--network=none", image, "ls", "-A", "/opt/toolserver/src").stdout.split()
-    assert set(listing) == {"README.md", "pyproject.toml", "proto", "sandbox", "toolserver", "toolclient", "trainer",
+    assert set(listing) == {"README.md", "pyproject.toml", "proto", *PROJECT_PACKAGES,
                             "toolserver.egg-info"}  # .dockerignore; the egg-info is pip's
     left = podman("run", "--rm", "--network=none", image, "sh", "-c",
                   "find /run/secrets /etc/pip.conf /etc/xdg/pip /root/.config/pip -type f 2>/dev/null; true").stdout

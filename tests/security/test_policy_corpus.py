@@ -153,7 +153,7 @@ def test_the_guard_holds_in_sessions_and_correct_code_runs(guarded_client):
 
         for name, (code, kind) in SESSION_REFUSED.items():
             response = run(code)
-            assert response.outcome == pb.DENIED and response.error.startswith(kind), (name, response)
+            assert response.outcome == pb.DENIED and kind in response.error, (name, response)
         ok = run("import asyncio, inspect, sympy\nasync def f():\n    await asyncio.sleep(0)\n    return 7\n"
                  "(await f()) * 6")  # a kernel runs its own event loop: top-level await
         assert ok.outcome == pb.OK and ok.python.value == "42", ok

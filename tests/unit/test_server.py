@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from toolserver.errors import ConfigError
-from toolserver.jails import project_paths
+from toolserver.jails import PROJECT_PACKAGES, project_paths
 from toolserver.python.jails import zygote_spec
 from toolserver.server import advertised_address, load_caller_policies
 from toolserver.settings import load_settings
@@ -14,6 +14,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_checkout_hides_its_whole_tree_from_jails():
     assert project_paths() == [str(ROOT)]
     assert str(ROOT) in zygote_spec(load_settings()).jail.hidden_paths
+
+
+def test_an_installed_server_hides_every_package_of_the_project():
+    import tomllib
+
+    include = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert sorted(PROJECT_PACKAGES) == sorted(name.rstrip("*") for name in include)
 
 
 def test_advertised_address_prefers_the_configured_one():
