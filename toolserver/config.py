@@ -168,6 +168,9 @@ class AuthSettings:
                                       # port may then run code
 
 
+SectionType = TypeVar("SectionType", bound=ToolSection)
+
+
 @dataclass(frozen=True)
 class CoreSettings:
     """The sections every server has; tools' sections are added by compose_settings."""
@@ -179,6 +182,14 @@ class CoreSettings:
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     limits: LimitCaps = field(default_factory=LimitCaps)
     defaults: DefaultLimits = field(default_factory=DefaultLimits)
+
+    def section(self, kind: type[SectionType]) -> SectionType:
+        """The tool section of type kind: how a tool reads its own, typed (a type checker sees
+        its fields, where an attribute of the composed class is invisible to it)."""
+        for _, section in self.tool_sections():
+            if type(section) is kind:
+                return section
+        raise KeyError(f"these settings have no {kind.__name__} section")
 
     def tool_sections(self) -> Iterator[tuple[str, ToolSection]]:
         """The tools' sections by name, in the order their tools take slots."""

@@ -15,7 +15,7 @@ from toolserver.tools import RULES, SECTIONS
 Settings: type[CoreSettings] = config.compose_settings(SECTIONS, __name__)
 
 
-def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> Any:
+def load_settings(path: str | os.PathLike[str] | None = None, **overrides: Any) -> CoreSettings:
     """The embedded defaults, overridden by the TOML file at path, then by overrides
     (dotted names, e.g. {"server.port": 0}, from CLI flags); raises ConfigError."""
     return config.load_settings(Settings, path, **overrides)

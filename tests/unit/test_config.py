@@ -69,3 +69,17 @@ def test_a_section_that_takes_no_slots_claims_none():
     settings = load_settings()
     assert "search" not in settings.slot_claims()  # its hooks are ToolSection's: no slots
     assert settings.slot_claims()["python"].needed > 0
+
+
+def test_a_tool_reads_its_section_by_its_type():
+    from toolserver.config import ToolSection
+    from toolserver.python.settings import PythonSettings
+
+    settings = load_settings(**{"python.workers": 3})
+    assert settings.section(PythonSettings).workers == 3
+
+    class Unknown(ToolSection):
+        pass
+
+    with pytest.raises(KeyError, match="no Unknown section"):
+        settings.section(Unknown)

@@ -134,11 +134,19 @@ def test_no_module_outside_a_tools_package_imports_it_but_the_tool_list(graph):
     assert not wrong
 
 
+SECTION_OF_CLASS = {kind.__name__: name for name, kind in SECTIONS.items()}
+
+
 def settings_sections_read(path: Path) -> set[str]:
-    """The tools' settings sections a module reads as `<...settings>.<section>`."""
-    return {node.attr for node in ast.walk(ast.parse(path.read_text(), str(path)))
-            if isinstance(node, ast.Attribute) and node.attr in SECTIONS
-            and (getattr(node.value, "id", "") or getattr(node.value, "attr", "")).endswith("settings")}
+    """The tools' settings sections a module reads: `<...settings>.section(KindSettings)`,
+    or as an attribute, `<...settings>.<section>`."""
+    tree = ast.parse(path.read_text(), str(path))
+    typed = {SECTION_OF_CLASS[node.args[0].id] for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "section"
+             and node.args and getattr(node.args[0], "id", "") in SECTION_OF_CLASS}
+    return typed | {node.attr for node in ast.walk(tree)
+                    if isinstance(node, ast.Attribute) and node.attr in SECTIONS
+                    and (getattr(node.value, "id", "") or getattr(node.value, "attr", "")).endswith("settings")}
 
 
 def test_no_module_outside_a_tools_package_reads_its_settings():

@@ -82,7 +82,7 @@ class EchoTool(Tool):
 
 
 async def build(context: BuildContext, stack: AsyncExitStack) -> EchoTool:
-    return EchoTool(context.settings.echo)
+    return EchoTool(context.settings.section(EchoSettings))
 
 
 TOOL = ToolPackage(name="echo", build=build, sections={"echo": EchoSettings})

@@ -18,6 +18,7 @@ from contextlib import AsyncExitStack
 from sandbox.calls import CallRequest
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.arguments import json_arguments
+from toolserver.bash.settings import BashSettings
 from toolserver.errors import InvalidRequest, ToolUnavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext
@@ -46,7 +47,7 @@ class BashExecutor(PooledTool):
 
     def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
         return pb.ToolSpec(name=self.name, description=(
-            f"Run a bash script ({self.settings.bash.shell}) in an isolated sandbox with no network, as `bash main.sh` "
+            f"Run a bash script ({self.settings.section(BashSettings).shell}) in an isolated sandbox with no network, as `bash main.sh` "
             "runs it in an empty directory with the usual command-line tools. Returns stdout, stderr and the exit "
             "status."), parameters=json.dumps(SCHEMA))
 
@@ -59,11 +60,11 @@ class BashExecutor(PooledTool):
                   caller: CallerPolicy = OPEN_POLICY) -> pb.ExecuteResponse:
         granted = self.grant(limits, caller)
         script = call.script.encode("utf-8", errors="surrogateescape")
-        if len(script) > self.settings.bash.max_script_kb << 10:
-            raise InvalidRequest(f"script is longer than bash.max_script_kb ({self.settings.bash.max_script_kb} KiB)")
+        if len(script) > self.settings.section(BashSettings).max_script_kb << 10:
+            raise InvalidRequest(f"script is longer than bash.max_script_kb ({self.settings.section(BashSettings).max_script_kb} KiB)")
         if self.pool is None:
             raise ToolUnavailable(f"the bash tool is not available: {self.reason}")
-        program = exec_program([self.settings.bash.shell, SCRIPT_FILE], granted.memory_mb)
+        program = exec_program([self.settings.section(BashSettings).shell, SCRIPT_FILE], granted.memory_mb)
         reply = await self.pool.run(CallRequest(request_id, program, granted, stdin=call.stdin,
                                                 files={SCRIPT_FILE: script}))
         outcome, error = program_outcome(reply)
@@ -77,7 +78,7 @@ async def build_bash(context: BuildContext, stack: AsyncExitStack) -> BashExecut
     """The bash tool on the slots the tools before it leave, started once the sandbox is
     proven and the shell is here (else it serves nothing and says why)."""
     settings = context.settings
-    bash = settings.bash
+    bash = settings.section(BashSettings)
     slots = context.slots.take(bash.slots().wanted)
     if not bash.enabled:
         return BashExecutor(settings, None, "off by config ([bash] enabled = false)")

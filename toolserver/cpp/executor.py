@@ -25,6 +25,7 @@ from toolserver.cpp.judge import case_result, passed
 from toolserver.cpp.precompiled import precompiled_header
 from toolserver.cpp.programs import BINARY_FILE, run_program
 from toolserver.cpp.schema import cpp_call_from_json, cpp_tool_spec
+from toolserver.cpp.settings import CppSettings
 from toolserver.errors import InvalidRequest, ToolUnavailable
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext
@@ -44,7 +45,7 @@ class CppExecutor(PooledTool):
         """pool and compiler None: calls are refused for reason."""
         super().__init__(settings, pool, reason)
         self.compiler = compiler
-        self.compiler_name = compiler_name or settings.cpp.compiler
+        self.compiler_name = compiler_name or settings.section(CppSettings).compiler
 
     def status(self) -> str:
         if self.pool is None or self.compiler is None:
@@ -53,14 +54,14 @@ class CppExecutor(PooledTool):
                 f"{self.compiler.cache.hits} cached")
 
     def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
-        return cpp_tool_spec(self.settings.cpp, self.compiler_name)
+        return cpp_tool_spec(self.settings.section(CppSettings), self.compiler_name)
 
     @staticmethod
     def call_from_json(arguments: str) -> pb.CppCall:
         return cpp_call_from_json(arguments)
 
     def check(self, call: pb.CppCall) -> None:
-        cpp = self.settings.cpp
+        cpp = self.settings.section(CppSettings)
         if not call.source.strip():
             raise InvalidRequest("source is empty")
         if len(call.source.encode("utf-8", errors="surrogateescape")) > cpp.max_source_kb << 10:
@@ -76,7 +77,7 @@ class CppExecutor(PooledTool):
         self.check(call)
         if self.pool is None or self.compiler is None:
             raise ToolUnavailable(f"the cpp tool is not available: {self.reason}")
-        cpp = self.settings.cpp
+        cpp = self.settings.section(CppSettings)
         timeout_ms = min(call.compile_timeout_ms or cpp.compile_timeout_ms, cpp.max_compile_timeout_ms)
         compiled = await self.compiler.compile(call.source, timeout_ms, request_id, caller.name)
         if not compiled.ok:
@@ -167,7 +168,7 @@ async def build_cpp(context: BuildContext, stack: AsyncExitStack) -> CppExecutor
     """The cpp tool on the slots the tools before it leave, started once the sandbox is
     proven and the compiler runs (else it serves nothing and says why)."""
     settings = context.settings
-    cpp = settings.cpp
+    cpp = settings.section(CppSettings)
     slots = context.slots.take(cpp.slots().wanted)
     if not cpp.enabled:
         return CppExecutor(settings, None, None, reason="off by config ([cpp] enabled = false)")

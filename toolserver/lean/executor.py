@@ -315,7 +315,7 @@ class LeanExecutor(Tool):
 async def build_lean(context: BuildContext, stack: AsyncExitStack) -> LeanExecutor:
     """The Lean tool on the slots left after the python tool's, started when its
     toolchain is here (else it serves nothing and says why)."""
-    settings = context.settings.lean
+    settings = context.settings.section(LeanSettings)
     slots = context.slots.take(settings.slots().wanted)  # none when it is off
     lean = LeanExecutor(settings, repl_spec(context.sandbox, settings), slots)
     stack.push_async_callback(lean.close)

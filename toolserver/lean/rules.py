@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from toolserver.config import CoreSettings
 from toolserver.errors import ConfigError, PermissionDenied
 from toolserver.lean.header import HeaderError, parse_header
+from toolserver.lean.settings import LeanSettings
 from toolserver.policy import count, names
 
 
@@ -30,7 +31,7 @@ class LeanRules:
         return cls(headers=header_keys(table, where), max_timeout_ms=max_timeout_ms)
 
     def validate_with(self, settings: CoreSettings, where: str) -> None:
-        cap = settings.lean.max_timeout_ms
+        cap = settings.section(LeanSettings).max_timeout_ms
         if self.max_timeout_ms > cap:
             raise ConfigError(f"{where}.max_lean_timeout_ms ({self.max_timeout_ms}) exceeds "
                               f"the server's lean.max_timeout_ms ({cap})")

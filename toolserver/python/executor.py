@@ -37,6 +37,7 @@ from toolserver.python.routing import RUNS_ON, SCIENTIFIC, SLIM, WARM, CallRoute
 from toolserver.python.rules import PythonRules
 from toolserver.python.schema import python_call_from_json, python_tool_spec
 from toolserver.python.sessions import SessionManager, open_files_wanted, raise_open_files
+from toolserver.python.settings import PythonSettings, SessionSettings
 from toolserver.registry import BuildContext, Tool
 from toolserver.state import ServerState
 from toolserver.text import valid_text
@@ -51,7 +52,8 @@ def session_memory_mb(requested: pb.Limits, settings: CoreSettings, caller: Call
     """A new session's memory: what OpenSession asked for, else sessions.memory_mb, never
     above it nor the caller's max_memory_mb (asking for more than that is refused)."""
     caller.check_limits(pb.Limits(memory_mb=requested.memory_mb))  # a session's calls ask their own time
-    value = min(requested.memory_mb or settings.sessions.memory_mb, settings.sessions.memory_mb)
+    cap = settings.section(SessionSettings).memory_mb
+    value = min(requested.memory_mb or cap, cap)
     return min(value, caller.max_memory_mb) if caller.max_memory_mb else value
 
 
@@ -109,13 +111,14 @@ class PythonExecutor(Tool):
         self.settings = settings
         self.pools = pools
         self.sessions = sessions
-        self.router = CallRouter(settings.python.preload, settings.python.scientific_preload)
+        self.python = settings.section(PythonSettings)
+        self.router = CallRouter(self.python.preload, self.python.scientific_preload)
         self.rerouted = 0           # calls a slim worker handed back to a warm one
 
     @property
     def workers(self) -> int:
         """Its base warm and slim workers (code-judge's num_workers)."""
-        return self.settings.python.warm_count() + self.settings.python.slim_count()
+        return self.python.warm_count() + self.python.slim_count()
 
     @property
     def pool(self) -> WorkerPool | None:
@@ -137,11 +140,11 @@ class PythonExecutor(Tool):
         return python_call_from_json(arguments)
 
     def import_profile(self, caller: CallerPolicy) -> str:
-        return caller.rules_of(PythonRules).import_profile or self.settings.python.import_profile
+        return caller.rules_of(PythonRules).import_profile or self.python.import_profile
 
     def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
         profile = self.import_profile(caller)
-        python = self.settings.python
+        python = self.python
         rules = python.import_profiles[profile]
         return python_tool_spec(profile, python.allow_list(profile), rules.denied_imports, rules.refuse_actions)
 
@@ -218,10 +221,11 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
     state says why). Slots in order: warm workers, sessions, slim workers, scientific ones,
     the spare ones the pools grow onto."""
     settings, state = context.settings, context.state
-    python = settings.python
+    python = settings.section(PythonSettings)
+    sessions_settings = settings.section(SessionSettings)
     jails = python_jails(settings)
     classes = {WARM: (jails.worker, context.slots.take(python.warm_count()))}
-    session_slots = context.slots.take(settings.sessions.max_sessions)
+    session_slots = context.slots.take(sessions_settings.max_sessions)
     classes[SLIM] = (jails.slim_worker, context.slots.take(python.slim_count()))
     classes[SCIENTIFIC] = (jails.scientific_worker, context.slots.take(python.scientific_count()))
     spare = context.slots.take(python.extra_worker_slots(settings))
@@ -253,10 +257,10 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
     sessions = None
     if session_slots:
         raise_open_files(open_files_wanted(len(session_slots)))
-        sessions = SessionManager(jails.session, session_slots, max_sessions=settings.sessions.max_sessions,
-                                  ready=settings.sessions.ready, keep_peak_s=settings.sessions.keep_peak_s,
-                                  idle_timeout_s=settings.sessions.idle_timeout_s,
-                                  memory_mb=settings.sessions.memory_mb, cgroups=context.cgroups)
+        sessions = SessionManager(jails.session, session_slots, max_sessions=sessions_settings.max_sessions,
+                                  ready=sessions_settings.ready, keep_peak_s=sessions_settings.keep_peak_s,
+                                  idle_timeout_s=sessions_settings.idle_timeout_s,
+                                  memory_mb=sessions_settings.memory_mb, cgroups=context.cgroups)
         stack.push_async_callback(sessions.shutdown)
         await sessions.start()
         await verify_session_jail(sessions, state, python.import_profile, pools.get(WARM))

@@ -16,7 +16,7 @@ from sandbox.worker import GuardPolicy, GuardProfile, ZygoteSpec
 from toolserver.config import CoreSettings
 from toolserver.jails import sandbox_spec
 from toolserver.python.routing import scientific_only
-from toolserver.python.settings import PythonSettings
+from toolserver.python.settings import PythonSettings, SessionSettings
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class PythonJails:
 
 def zygote_spec(settings: CoreSettings) -> ZygoteSpec:
     """The warm workers': the sandbox's jail with the warm preload and the guard."""
-    python = settings.python
+    python = settings.section(PythonSettings)
     return dataclasses.replace(sandbox_spec(settings, python.runtime()), preload=python.preload,
                                guard=guard_policy(python))
 
@@ -56,11 +56,11 @@ def session_spec(worker: ZygoteSpec, start_timeout_s: float) -> ZygoteSpec:
 
 def python_jails(settings: CoreSettings) -> PythonJails:
     worker = zygote_spec(settings)
-    python = settings.python
+    python = settings.section(PythonSettings)
     warm = worker
     if python.scientific_count():  # a call that imports the data stack is handed to the workers that hold it
         warm = dataclasses.replace(worker, hand_back=tuple(sorted(scientific_only(python.preload,
                                                                                   python.scientific_preload))))
     return PythonJails(worker=warm, slim_worker=slim_spec(worker, python.slim_preload),
                        scientific_worker=dataclasses.replace(worker, preload=python.scientific_preload),
-                       session=session_spec(worker, settings.sessions.start_timeout_s))
+                       session=session_spec(worker, settings.section(SessionSettings).start_timeout_s))

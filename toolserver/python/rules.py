@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from toolserver.config import CoreSettings
 from toolserver.errors import ConfigError
 from toolserver.policy import count
+from toolserver.python.settings import PythonSettings
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class PythonRules:
         return cls(max_sessions=max_sessions, import_profile=profile)
 
     def validate_with(self, settings: CoreSettings, where: str) -> None:
-        profiles = settings.python.import_profiles
+        profiles = settings.section(PythonSettings).import_profiles
         if self.import_profile and self.import_profile not in profiles:
             raise ConfigError(f"{where}.import_profile {self.import_profile!r} is not one of the "
                               f"server's python.import_profiles ({', '.join(sorted(profiles))})")

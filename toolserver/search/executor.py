@@ -247,7 +247,7 @@ class SearchExecutor(Tool):
 async def build_search(context: BuildContext, stack: AsyncExitStack) -> SearchExecutor | None:
     """The search executor over the served indexes, building the default index first when
     it is missing; None (the tool unavailable, with the reason logged) when none loads."""
-    settings = context.settings.search
+    settings = context.settings.section(SearchSettings)
     try:
         if settings.build_default:
             await asyncio.to_thread(ensure_default_index, settings)
