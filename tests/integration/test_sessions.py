@@ -321,3 +321,17 @@ def test_the_pool_learns_a_batch_and_forgets_it(tmp_path):
             assert metric(server, "toolserver_sessions_make_failures") == 0
     finally:
         server.stop()
+
+
+def test_no_session_is_made_ahead_where_ready_is_0(tmp_path):
+    """Making ahead off: a batch is not learned, and a closed session's slot stays empty."""
+    server = RunningServer(tmp_path, workers=1, sessions=3, config="[sessions]\nready = 0\n")
+    try:
+        with server.client() as client:
+            batch = [client.open_session() for _ in range(3)]
+            for session in batch:
+                client.close_session(session.session_id)
+            time.sleep(3)
+            assert metric(server, "toolserver_sessions_ready") == 0
+    finally:
+        server.stop()

@@ -7,7 +7,7 @@ and the room the session table leaves (`toolserver/python/sessions.py` holds the
 ones). The pool learns the batch: it wants `sessions.ready`, or the most sessions open at
 once lately (an RL step's batch) if more, so that the next step finds its whole batch made
 ahead; a peak not reached again for `keep_peak_s` is forgotten and the sessions made for
-it given back. An
+it given back. `sessions.ready = 0` turns making ahead off, learning included. An
 OpenSession takes a ready one, or one made at once on a free slot, or waits for the next
 slot to come back or session to be made. A session that ends is destroyed behind its
 answer: its jail killed, its cgroup emptied, its slot given back once nothing runs as its
@@ -105,10 +105,12 @@ class SessionPool:
             self.peak, self.peak_at = sessions, now
 
     def wanted(self) -> int:
-        """How many sessions to keep made ahead: the ready target, or the recent peak if more."""
+        """How many sessions to keep made ahead: the ready target, or the recent peak if more;
+        none where the target is 0 (making ahead is off: a slot's uid runs processes only
+        while its session is open)."""
         if self.peak and time.monotonic() - self.peak_at > self.keep_peak_s:
             self.peak = 0
-        return max(self.ready_target, self.peak)
+        return max(self.ready_target, self.peak) if self.ready_target else 0
 
     def refill(self) -> None:
         """Makes sessions ahead on free slots, up to what is wanted and the table's room."""
