@@ -69,7 +69,8 @@ class Waiter:
 class Scheduler:
     def __init__(self, spare: list[Slot] | None = None, *, max_queue: int, tool: str = "",
                  runs_on: Mapping[str, tuple[str, ...]] | None = None, held_s: float = HELD_S,
-                 max_starts: int = MAX_STARTS, idle_shrink_s: float = IDLE_SHRINK_S) -> None:
+                 max_starts: int = MAX_STARTS, idle_shrink_s: float = IDLE_SHRINK_S,
+                 cpu: CpuMeter | None = None) -> None:
         """tool: whose calls these are (its name is in the queue-full and busy messages); runs_on:
         by a call's class, the classes whose workers may run it, its own first (absent:
         its own only)."""
@@ -92,7 +93,7 @@ class Scheduler:
         self._starting: collections.Counter[str] = collections.Counter()
         self._no_starts_until = 0.0
         self._ticker: asyncio.Task[None] | None = None
-        self._cpu = CpuMeter()
+        self._cpu = cpu or CpuMeter()  # whether the CPU has room: the machine's /proc/stat
         self._cpu_room = False  # as of the last tick
         self._background: set[asyncio.Task[Any]] = set()
 
