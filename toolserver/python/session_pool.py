@@ -205,7 +205,7 @@ class SessionPool:
                 made = self.ready.pop()
                 if not made.process.ended:
                     return made
-                self.spawn(self.destroy(made))
+                self.release(made)
             if self.free_slots:
                 return await self._make(self.free_slots.pop(0))
             if not (self._releasing or self._making):
@@ -226,7 +226,7 @@ class SessionPool:
         jails, their memory and their slots; none while an OpenSession is under way."""
         excess = len(self.ready) - self.wanted()
         while excess > 0 and self.ready and not self._opening() and not self.stopped:
-            self.spawn(self.destroy(self.ready.pop(0)))  # the longest made
+            self.release(self.ready.pop(0))  # the longest made
             excess -= 1
 
     def release(self, made: ReadySession) -> None:

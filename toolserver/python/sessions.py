@@ -170,7 +170,7 @@ class SessionManager:
             try:
                 session = await self._start(made, owner, memory_mb, guard)
             except BaseException:
-                self.pool.spawn(self.pool.destroy(made))
+                self.pool.release(made)
                 raise
             self.sessions[session.session_id] = session
             self._open_by[owner] = self._open_by.get(owner, 0) + 1
