@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The call's code is written to this file in its working directory and run as
-# `python3 main.py` would run it (sandbox/zygote.py keeps the same name).
+# `python3 main.py` would run it (sandbox/inside/program.py keeps the same name).
 PROGRAM_FILE = "main.py"
 
 

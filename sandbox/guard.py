@@ -2,7 +2,7 @@
 modules, an import allow-list, and denied actions. The default profile has none of them:
 the jail is the boundary, and a call runs as a plain `python3` would.
 
-Like `sandbox/zygote.py`, this source runs inside the jail, sent over a control pipe,
+Like `sandbox/inside/zygote.py`, this source runs inside the jail, sent over a control pipe,
 and imports nothing from the project. A zygote makes each profile's guard once, after
 its preloads (`make_guard`), and a call's process installs the one its call names before
 the caller's code runs; a session installs its own (`install_guard`).

@@ -1,5 +1,5 @@
 """Host side of stateful sessions: the session zygote, the jails made ahead for sessions,
-and one session's process (`sandbox/session_zygote.py` is the other side).
+and one session's process (`sandbox/inside/session_zygote.py` is the other side).
 
 A session is a process forked from one warm zygote into a jail of its slot's own: the
 same firejail command line as a worker's, as the slot's uid, with a holder that keeps the
@@ -29,17 +29,25 @@ import signal
 import socket
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from sandbox.cgroups import MemoryCgroup
 from sandbox.jail import Slot, jail_environment, runtime_environment
 from sandbox.slots import kill_slot_processes
-from sandbox.worker import BOOTSTRAP, CONFINE_SOURCE, GUARD_SOURCE, ZYGOTE_SOURCE, JailedProcess, WorkerLost, ZygoteSpec
+from sandbox.worker import (
+    BOOTSTRAP,
+    CONFINE_SOURCE,
+    GUARD_SOURCE,
+    INSIDE,
+    LIBRARY,
+    JailedProcess,
+    WorkerLost,
+    ZygoteSpec,
+)
 
 log = logging.getLogger(__name__)
 
-SESSION_ZYGOTE_SOURCE = (Path(__file__).parent / "session_zygote.py").read_text()
+SESSION_ZYGOTE_SOURCE = (INSIDE / "session_zygote.py").read_text()
 READ_CHUNK = 1 << 16
 DRAIN_BYTES = 1 << 20  # read from a session's stream at one go, at most
 # The jail's holder: says where it is, then becomes a process that only waits.
@@ -112,8 +120,9 @@ class SessionZygote:
         self._control = ours
         self._stderr = asyncio.get_running_loop().create_task(self._log_stderr())
         config = {"control_fd": control_fd, "preload": list(self.spec.preload), "huge_pages": self.spec.huge_pages,
-                  "confine_source": CONFINE_SOURCE, "guard_source": GUARD_SOURCE, "zygote_source": ZYGOTE_SOURCE}
-        payload = json.dumps({"config": config, "source": SESSION_ZYGOTE_SOURCE, "name": "session_zygote"}).encode()
+                  "confine_source": CONFINE_SOURCE, "guard_source": GUARD_SOURCE}
+        payload = json.dumps({"config": config, "source": SESSION_ZYGOTE_SOURCE, "name": "session_zygote",
+                              "library": LIBRARY}).encode()
         assert self._process.stdin is not None and self._process.stdout is not None
         try:
             self._process.stdin.write(b"%010d" % len(payload) + payload)

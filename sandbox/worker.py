@@ -30,14 +30,21 @@ from sandbox.slots import kill_slot_processes, running_as_root
 
 log = logging.getLogger(__name__)
 
-ZYGOTE_SOURCE = (Path(__file__).parent / "zygote.py").read_text()
+INSIDE = Path(__file__).parent / "inside"
+ZYGOTE_SOURCE = (INSIDE / "zygote.py").read_text()
 GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text()
 CONFINE_SOURCE = (Path(__file__).parent / "confine.py").read_text()
+# The modules of sandbox/inside the zygotes import, each after those it imports: the
+# bootstrap installs them in this order, their packages as empty ones.
+LIBRARY_MODULES = ("frames", "outcome", "program", "files", "cleanup", "cgroup", "call_process", "warm")
+LIBRARY = (("sandbox", ""), ("sandbox.inside", ""),
+           *((f"sandbox.inside.{name}", (INSIDE / f"{name}.py").read_text()) for name in LIBRARY_MODULES))
 
-# Reads a 10-digit length and a JSON object {config, source} from fd 0 without
-# buffering past it, then runs the source (a zygote, the session zygote, a holder) with its config.
+# Reads a 10-digit length and a JSON object {config, source, name, library} from fd 0
+# without buffering past it, installs the library's modules (name, source) in sys.modules,
+# then runs the source (a zygote, the session zygote, a holder) with its config.
 BOOTSTRAP = (
-    "import os,json\n"
+    "import os,json,sys,types\n"
     "def _r(n):\n"
     " b=b''\n"
     " while len(b)<n:\n"
@@ -46,6 +53,12 @@ BOOTSTRAP = (
     "  b+=c\n"
     " return b\n"
     "_m=json.loads(_r(int(_r(10))))\n"
+    "for _n,_s in _m.get('library',()):\n"
+    " _d=sys.modules[_n]=types.ModuleType(_n)\n"
+    " _d.__path__=[]\n"
+    " _p,_,_b=_n.rpartition('.')\n"
+    " if _p:setattr(sys.modules[_p],_b,_d)\n"
+    " exec(compile(_s,_n,'exec'),_d.__dict__)\n"
     "exec(compile(_m['source'],_m['name'],'exec'),{'JAIL_CONFIG':_m['config'],'__name__':_m['name']})\n"
 )
 
@@ -185,7 +198,7 @@ class JailedProcess:
             self._firejail_pidfd = os.pidfd_open(process.pid)
 
     async def launch(self, spec: "ZygoteSpec", name: str, source: str, config: dict[str, Any],
-                     pass_fds: tuple[int, ...] = ()) -> dict[str, Any]:
+                     pass_fds: tuple[int, ...] = (), library: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
         """Starts source (an in-jail program: a zygote, a session jail's holder) in the slot's jail with
         config (and pass_fds), waits for its hello frame, then settles the jail; returns
         the hello. Raises WorkerLost, with the jail killed."""
@@ -198,7 +211,7 @@ class JailedProcess:
             raise WorkerLost(f"cannot start the jail: {exc}") from exc
         assert self._process is not None
         self._watch_stderr()
-        payload = json.dumps({"config": config, "source": source, "name": name}).encode()
+        payload = json.dumps({"config": config, "source": source, "name": name, "library": library}).encode()
         try:
             assert self._process.stdin is not None
             self._process.stdin.write(b"%010d" % len(payload) + payload)
@@ -352,7 +365,7 @@ class Zygote(JailedProcess):
                 "reroute_outside_stdlib": self.spec.reroute_outside_stdlib,
                 "hand_back": list(self.spec.hand_back),
                 "cgroup_fds": cgroup_fds,
-            }, tuple(cgroup_fds.values()))
+            }, tuple(cgroup_fds.values()), LIBRARY)
         finally:
             for fd in cgroup_fds.values():
                 os.close(fd)

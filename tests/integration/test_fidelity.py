@@ -59,12 +59,28 @@ def oracle() -> dict[str, Ran]:
         return {name: ran for half in runs for name, ran in half}
 
 
+# The corpus is sent at once, so that programs run side by side as a batch's do; a program
+# that runs seconds alone can then reach its time limit on a machine busy beside the suite
+# (loky's workers import sklearn again). Its time-out says how busy the machine was, not how
+# the program ran: such a program, which the corpus does not mean to time out, is sent again,
+# alone, and that answer is compared.
+def timed_out_by_load(name: str, timed_out: bool) -> bool:
+    return timed_out and not CORPUS[name].times_out
+
+
+def grpc_request(program: Program) -> pb.ExecuteRequest:
+    return python_request(program.code, request_id=program.name, stdin=program.stdin, files=program.files,
+                          timeout_ms=program.timeout_ms, memory_mb=MEMORY_MB, max_output_bytes=MAX_OUTPUT)
+
+
 @pytest.fixture(scope="module")
 def over_grpc(fidelity_server) -> dict[str, pb.ExecuteResponse]:
-    requests = [python_request(p.code, request_id=p.name, stdin=p.stdin, files=p.files, timeout_ms=p.timeout_ms,
-                               memory_mb=MEMORY_MB, max_output_bytes=MAX_OUTPUT) for p in CORPUS.values()]
     with fidelity_server.client() as client:
-        return {answer.request_id: answer for answer in client.run_many(requests)}
+        answers = {answer.request_id: answer for answer in client.run_many([grpc_request(p) for p in CORPUS.values()])}
+        for name, answer in answers.items():
+            if timed_out_by_load(name, answer.outcome == pb.TIMEOUT):
+                answers[name] = client.execute(grpc_request(CORPUS[name]))
+    return answers
 
 
 def run_code(url: str, program: Program) -> dict[str, Any]:
@@ -80,8 +96,11 @@ def run_code(url: str, program: Program) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def over_http(fidelity_server) -> dict[str, dict[str, Any]]:
     with ThreadPoolExecutor(8) as pool:
-        answers = pool.map(lambda p: run_code(fidelity_server.http, p), CORPUS.values())
-        return {name: answer for name, answer in zip(CORPUS, answers)}
+        answers = dict(zip(CORPUS, pool.map(lambda p: run_code(fidelity_server.http, p), CORPUS.values())))
+    for name, answer in answers.items():
+        if timed_out_by_load(name, answer.get("run_result", {}).get("status") == "TimeLimitExceeded"):
+            answers[name] = run_code(fidelity_server.http, CORPUS[name])
+    return answers
 
 
 def expected_output(text: str, truncated: bool) -> str:

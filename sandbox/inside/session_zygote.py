@@ -1,9 +1,9 @@
 """The session zygote: one warm interpreter that forks every stateful session into a jail
 made ahead of time for it. Both halves of a session's process live here.
 
-Like `sandbox/zygote.py`, the host sends this source and its config over stdin (see
-`sandbox.worker.BOOTSTRAP`); it imports nothing from the project, and takes its frames,
-streams and huge pages from the zygote's own source, which the host sends with it. It
+Like the jailed zygote (`zygote.py`), the host sends this source, the library it imports and
+its config over stdin (`sandbox.worker.BOOTSTRAP`); it shares the zygote's frames, warming
+and outcome table. It
 runs as root on the host, outside any jail, and never runs a caller's code: it imports
 the runtime's preloads (as a worker does), backs its heap with huge pages, and then only
 forks.
@@ -43,7 +43,6 @@ Frames: a 4-byte big-endian length and a JSON object.
 import ast
 import ctypes
 import gc
-import importlib
 import inspect
 import json
 import linecache
@@ -55,6 +54,19 @@ import sys
 import threading
 import traceback
 import types
+
+from sandbox.inside.frames import read_frame as read_frame_bytes
+from sandbox.inside.frames import send_frame, write_all
+from sandbox.inside.outcome import program_end, raised
+from sandbox.inside.program import exit_status
+from sandbox.inside.warm import (
+    collapse_heap_into_huge_pages,
+    forget_library,
+    load_source,
+    preload,
+    text_streams,
+    vm_size_kb,
+)
 
 CLONE_NEWPID = 0x20000000
 # The holder's namespaces a session joins, all at once through its pidfd (Linux 5.8+): IPC,
@@ -82,14 +94,8 @@ def check(result, what):
 
 def read_frame(fd):
     """The next frame's object, or None at end of file."""
-    payload = ZYGOTE.read_frame(fd)
+    payload = read_frame_bytes(fd)
     return None if payload is None else json.loads(payload)
-
-
-def load_source(name, source):
-    module = types.ModuleType(name)
-    exec(compile(source, name, "exec"), module.__dict__)
-    return module
 
 
 # ---- the zygote (root, on the host)
@@ -131,8 +137,7 @@ def fork_session(request, fds):
 
 
 def zygote_main(config):
-    global ZYGOTE
-    ZYGOTE = load_source("zygote_library", config["zygote_source"])
+    forget_library()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, lambda signum, frame: reap())
     LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # dies with the server
@@ -142,20 +147,14 @@ def zygote_main(config):
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    loaded, failed = [], {}
-    for name in config.get("preload", ()):
-        try:
-            importlib.import_module(name)
-            loaded.append(name)
-        except BaseException as exc:
-            failed[name] = repr(exc)
+    loaded, failed = preload(config.get("preload", ()))
     global SESSION_CONFIG
     SESSION_CONFIG = {"confine": load_source("confine", config["confine_source"]),
                       "guard": load_source("guard", config["guard_source"])}
     gc.collect()
-    huge_mb = ZYGOTE.collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
+    huge_mb = collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
     gc.freeze()
-    ZYGOTE.send_frame(out, {"ready": True, "pid": os.getpid(), "preloaded": loaded, "preload_failed": failed,
+    send_frame(out, {"ready": True, "pid": os.getpid(), "preloaded": loaded, "preload_failed": failed,
                             "huge_pages_mb": huge_mb})
     os.close(out)
     global OWN_PID_NAMESPACE
@@ -297,14 +296,14 @@ def session_main(request):
     sys.modules["__main__"] = main
     sys.argv = [""]
     sys.path[0:0] = [""]
-    ZYGOTE.text_streams()
-    ZYGOTE.send_frame(CONTROL_FD, {"waiting": True})
+    text_streams()
+    send_frame(CONTROL_FD, {"waiting": True})
     start = read_frame(CONTROL_FD)  # a caller's OpenSession: sandbox.calls.SessionStart
     if start is None:
         return
     memory_mb = start.get("memory_mb") or 0
     if memory_mb:
-        limit = (ZYGOTE.vm_size_kb() << 10) + memory_mb * 1024 * 1024
+        limit = (vm_size_kb() << 10) + memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     guard = start.get("guard")
     if guard is not None:
@@ -313,14 +312,14 @@ def session_main(request):
             module.load_before_removal()
         module.install_guard(guard["allowed"], guard["denied"], (request["home"], "/tmp", "/var/tmp", "/dev/shm"),
                              guard["refuse_actions"])
-    ZYGOTE.send_frame(CONTROL_FD, {"serving": True, "pid": os.getpid(), "uid": os.getuid()})
+    send_frame(CONTROL_FD, {"serving": True, "pid": os.getpid(), "uid": os.getuid()})
     number = 0
     while True:
         call = read_frame(CONTROL_FD)  # sandbox.calls.CellRequest
         if call is None:
             return
         number += 1
-        ZYGOTE.send_frame(CONTROL_FD, run_call(main, call, number, memory_mb))
+        send_frame(CONTROL_FD, run_call(main, call, number, memory_mb))
 
 
 def feed_stdin(text):
@@ -332,7 +331,7 @@ def feed_stdin(text):
 
     def write():
         try:
-            ZYGOTE.write_all(write_end, data)
+            write_all(write_end, data)
         except OSError:
             pass
         finally:
@@ -395,7 +394,7 @@ def run_call(main, call, number, memory_mb):
                     cap = call.get("value_chars", 1 << 20)
                     value, value_cut = text[:cap], len(text) > cap
         except SystemExit as exc:
-            exit_code = ZYGOTE.exit_status(exc)  # as python3 exits: non-int codes printed, the status & 0xFF
+            exit_code = exit_status(exc)  # as python3 exits: non-int codes printed, the status & 0xFF
             if exit_code:
                 result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
         except BaseException as exc:
@@ -403,7 +402,7 @@ def run_call(main, call, number, memory_mb):
             while tb is not None and tb.tb_frame.f_code.co_filename != filename:
                 tb = tb.tb_next
             sys.stderr.write("".join(traceback.format_exception(type(exc), exc, tb)))
-            result, exit_code = ZYGOTE.raised(exc, SESSION_CONFIG["guard"].DENIALS), 1
+            result, exit_code = raised(exc, SESSION_CONFIG["guard"].DENIALS), 1
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -413,14 +412,13 @@ def run_call(main, call, number, memory_mb):
         result, exit_code = {"kind": "error", "error": "KeyboardInterrupt"}, 1
     finally:
         IN_CALL = False
-    outcome, error = ZYGOTE.program_end(result, exit_code, memory_mb)
+    outcome, error = program_end(result, exit_code, memory_mb)
     return {"id": call.get("id"), "outcome": outcome, "error": error[:4096], "exit_code": exit_code,
             "value": value, "truncated": value_cut}
 
 
 OWN_PID_NAMESPACE = -1  # in the zygote: its own pid namespace, where its children are born between sessions
 SESSION_CONFIG = {}  # in the zygote: what each session needs of it (set by zygote_main)
-ZYGOTE = None  # sandbox/zygote.py's helpers (frames, streams, huge pages), loaded from the source the host sent
 IN_CALL = False  # in a session: whether a call's code runs
 EVENT_LOOP = None  # in a session: the loop its cells' top-level awaits run on, once one has
 if __name__ == "session_zygote":

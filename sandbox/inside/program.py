@@ -1,0 +1,183 @@
+"""Running a call's code as the program `python3 main.py` runs it: its `__main__` module,
+its recursion room, the repr of a last bare expression, its uncaught exceptions and
+`SystemExit` as python3 prints and ends with them, and its interpreter's shut-down."""
+
+import ast
+import atexit
+import builtins
+import gc
+import importlib.machinery
+import os
+import signal
+import sys
+import traceback
+import types
+
+from sandbox.inside.outcome import raised
+
+PROGRAM_FILE = "main.py"  # the call's code, in its working directory (sandbox.calls.PROGRAM_FILE)
+PROGRAM_DEPTH = 2  # the recursion depth python3 reports at a program's top level
+# Reads the recursion depth at the top level of exec'd code as sys.setrecursionlimit
+# reports it (0 where it cannot be read).
+MEASURE_DEPTH = compile(
+    "depth = 0\ntry:\n    sys.setrecursionlimit(1)\nexcept RecursionError as exc:\n"
+    "    words = str(exc).partition('recursion depth ')[2].partition(':')[0]\n"
+    "    depth = int(words) if words.isdigit() else 0\n", "<depth>", "exec")
+
+
+def main_module(path):
+    """A fresh `__main__` module for the program at path, as `python3 path` makes it."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __cached__=None, __annotations__={}, __builtins__=builtins,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", path))
+    return main
+
+
+def split_last_expression(source, filename):
+    """Returns (body, last_expression) code objects, as a notebook cell runs them."""
+    tree = ast.parse(source, filename=filename, mode="exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, filename, "exec", dont_inherit=True)
+    return body, (compile(last, filename, "eval", dont_inherit=True) if last is not None else None)
+
+
+def run_program(code, main, max_value_chars, denials):
+    """Runs code as the program `python3 main.py` (main.py in the working directory, main
+    its module), with the repr of a last bare expression kept as its value (cut at
+    max_value_chars); returns (result, exit status), the result as `outcome.raised` reports
+    an exception, denials the guard's. The module is put where the interpreter looks for
+    `__main__`: unittest, doctest, pickle and multiprocessing find its names there."""
+    result = {"kind": "ok"}
+    sys.modules["__main__"] = main
+    sys.argv[:] = [PROGRAM_FILE]
+    path = main.__file__
+    sys.path.insert(0, os.path.dirname(path))
+    namespace = main.__dict__
+    # Measured here, at the depth the program's top level will have: measured in the
+    # zygote before the fork, it drifts by a level as the zygote's code warms up.
+    measured = {"sys": sys}
+    exec(MEASURE_DEPTH, measured)
+    offset_recursion_limit(measured["depth"] - PROGRAM_DEPTH)
+    try:
+        body, last = split_last_expression(code, path)
+    except (SyntaxError, ValueError) as exc:  # python3 shows no traceback for what it cannot compile
+        if not isinstance(exc, SyntaxError):  # 3.11's ast says ValueError where python3 says:
+            exc = SyntaxError("source code cannot contain null bytes")
+        report_uncaught(exc, None)
+        return {"kind": "error", "error": traceback.format_exception_only(type(exc), exc)[-1].strip()}, 1
+    try:
+        exec(body, namespace)
+        if last is not None:
+            value = eval(last, namespace)
+            if value is not None:
+                text = value_repr(value)
+                if text is not None:
+                    result["value"] = text[:max_value_chars]
+        status = 0
+    except SystemExit as exc:
+        status = exit_status(exc)
+        if status:
+            result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
+    except BaseException as exc:
+        report_uncaught(exc, exc.__traceback__.tb_next if exc.__traceback__ is not None else None)
+        result = raised(exc, denials)
+        status = -signal.SIGINT if isinstance(exc, KeyboardInterrupt) else 1
+    return result, status
+
+
+def offset_recursion_limit(offset):
+    """Gives the program the recursion room it has under python3: the zygote's own frames
+    lie below the call's, offset levels of recursion. sys's limit functions add and take
+    off the difference, so the program sees python3's numbers."""
+    if offset <= 0:
+        return
+    real_set, real_get = sys.setrecursionlimit, sys.getrecursionlimit
+
+    def setrecursionlimit(limit):
+        if type(limit) is not int or limit < 1:
+            return real_set(limit)  # the same error python3 gives
+        return real_set(limit + offset)
+
+    def getrecursionlimit():
+        return real_get() - offset
+
+    real_set(real_get() + offset)
+    sys.setrecursionlimit, sys.getrecursionlimit = setrecursionlimit, getrecursionlimit
+
+
+def value_repr(value):
+    """The repr of the last expression's value, or None when its repr fails: a program
+    that python3 runs to the end does not fail for it."""
+    try:
+        return repr(value)
+    except Exception:
+        return None
+
+
+def exit_status(exc):
+    """The status `python3` exits with for an uncaught SystemExit, printing what it prints."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    try:
+        sys.stderr.write(f"{exc.code}\n")
+    except BaseException:
+        pass
+    return 1
+
+
+def report_uncaught(exc, tb):
+    """Prints an uncaught exception with traceback tb (the zygote's own frames left out) as
+    `python3` does: through sys.excepthook."""
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+    try:
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+    except BaseException:
+        pass
+
+
+def shut_down_interpreter():
+    """What python3 does as its program ends: waits for its threads, runs its atexit
+    functions, clears its `__main__` (finalizers run), flushes stdout and stderr."""
+    threading = sys.modules.get("threading")
+    try:
+        if threading is not None:
+            threading._shutdown()
+    except BaseException as exc:
+        report_uncaught(exc, exc.__traceback__)
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    flush_std()
+    main = sys.modules.get("__main__")
+    if main is not None:
+        clear_module(main.__dict__)
+    gc.collect()
+    flush_std()
+
+
+def clear_module(namespace):
+    """Drops a module's names as the interpreter does at exit (underscored names first,
+    `__builtins__` last), so that the finalizers of the objects they held run now."""
+    for first_pass in (True, False):
+        for name in list(namespace):
+            if name == "__builtins__" or (first_pass and not (name.startswith("_") and not name.startswith("__"))):
+                continue
+            try:
+                namespace[name] = None
+            except BaseException:
+                pass
+
+
+def flush_std():
+    """Writes out what the program printed and still sits in a buffer; never raises."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BaseException:
+            pass
