@@ -49,7 +49,7 @@ def slim_spec(worker: ZygoteSpec, preload: tuple[str, ...]) -> ZygoteSpec:
 
 def session_spec(worker: ZygoteSpec, start_timeout_s: float) -> ZygoteSpec:
     """The sessions': the workers' jail and preload without an address-space cap, which a
-    session sets on itself when it starts (sandbox/session_zygote.py)."""
+    session sets on itself when it starts (sandbox/inside/session_zygote.py)."""
     return dataclasses.replace(worker, jail=dataclasses.replace(worker.jail, memory_mb=0),
                                start_timeout_s=start_timeout_s)
 

@@ -2,7 +2,7 @@
 
 Each session is a process of its own slot (its uid, its scratch, its memory cgroup over
 all its processes) inside a firejail jail made for it with the workers' command line; the
-process is forked from the session zygote (`sandbox/session_zygote.py`), which has the
+process is forked from the session zygote (`sandbox/inside/session_zygote.py`), which has the
 workers' preloads imported, and joins that jail (`sandbox/sessions.py`). Sessions are made
 ahead of time (`toolserver/python/session_pool.py`), so that OpenSession only hands one
 over: it sends the session its start (memory cap, import profile) and waits for it to
