@@ -27,9 +27,10 @@ class JailPolicy:
                                      # jail runs; 0: uncapped
     home_files: int = 0              # files (inodes) each of them may hold; 0: uncapped
     hidden_paths: tuple[str, ...] = ()  # blacklisted inside the jail (config, project tree)
-    # Writable besides the home, each a tmpfs of the jail's own (--private-tmp, --private-dev),
-    # capped like the home and wiped after every call, as a program may write them anywhere.
-    private_dirs: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm")
+    # Writable besides the home, each a tmpfs of the jail's own (--private-tmp, --private-dev,
+    # and firejail's /run/lock, which /var/lock names), capped like the home and wiped after
+    # every call, as a program may write them anywhere.
+    private_dirs: tuple[str, ...] = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 
 
 @dataclass(frozen=True)

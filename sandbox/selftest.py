@@ -102,6 +102,7 @@ json.dumps({
     'private': {p: {'dev': os.stat(p).st_dev, 'mb': os.statvfs(p).f_blocks * os.statvfs(p).f_frsize >> 20}
                 for p in PRIVATE_DIRS},
     'writable': {p: writable(p) for p in WRITE_TARGETS},
+    'writable_mounts': sorted(p for p in {line.split()[4] for line in open('/proc/self/mountinfo')} if writable(p)),
     'readable': {p: readable(p) for p in SECRET_TARGETS},
 })
 """
@@ -246,8 +247,10 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | Non
             checks.append(Check("inspect", False, f"{seen.outcome}: {seen.error} {seen.stderr[-300:]}"))
             return checks
         capped = spec.jail.home_mb if running_as_root() and not spec.insecure_no_sandbox else 0
-        checks += judge_inspection(json.loads(ast.literal_eval(seen.value)), slot, accepted, capped)
+        inspected = json.loads(ast.literal_eval(seen.value))
+        checks += judge_inspection(inspected, slot, accepted, capped)
         checks.append(judge_private_dirs(spec.jail.private_dirs, zygote.private_dirs))
+        checks.append(judge_writable_places(inspected, slot, zygote.private_dirs))
         left = await zygote.run(probe_request("leftovers", f"PRIVATE_DIRS = {list(zygote.private_dirs)!r}\n"
                                               + LEFTOVERS), 30)
         checks.append(judge_leftovers(left))
@@ -353,6 +356,14 @@ def judge_private_dirs(wanted: tuple[str, ...], proven: tuple[str, ...]) -> Chec
     missing = [path for path in wanted if path not in proven]
     return Check("private_tmp", not missing, f"not the jail's own: {missing}" if missing else
                  f"{', '.join(proven)}: the jail's own, capped")
+
+
+def judge_writable_places(seen: dict[str, Any], slot: Slot, private_dirs: tuple[str, ...]) -> Check:
+    """Every mount a call can write is its home or one of the private dirs, which are wiped
+    after every call: a writable place besides them would carry one call's files to the next."""
+    stray = [path for path in seen["writable_mounts"] if path not in (str(slot.scratch), *private_dirs)]
+    return Check("only_own_places_writable", not stray, f"writable and never wiped: {stray}" if stray else
+                 f"the home and {', '.join(private_dirs)}")
 
 
 def judge_leftovers(reply: CallReply) -> Check:

@@ -196,11 +196,13 @@ async def receive_with_fds(sock: socket.socket, max_fds: int) -> tuple[bytes, li
                 loop.remove_reader(sock.fileno())
 
 
-def session_request(spec: ZygoteSpec, slot: Slot) -> dict[str, Any]:
-    """What the zygote needs to make a session of slot (its jail comes as a pidfd)."""
+def session_request(spec: ZygoteSpec, slot: Slot, jail: SessionJail | None) -> dict[str, Any]:
+    """What the zygote needs to make a session of slot (its jail comes as a pidfd): the
+    places it may write are its home and the jail's private dirs, as a call's."""
     policy = spec.jail
+    private_dirs = policy.private_dirs if jail is None else jail.private_dirs
     return {
-        "uid": slot.uid, "gid": slot.gid, "home": str(slot.scratch),
+        "uid": slot.uid, "gid": slot.gid, "home": str(slot.scratch), "writable": [str(slot.scratch), *private_dirs],
         "env": jail_environment(slot, spec.interpreter),
         "rlimits": {"RLIMIT_NPROC": policy.max_processes, "RLIMIT_FSIZE": policy.max_file_mb << 20,
                     "RLIMIT_NOFILE": policy.max_open_files},
@@ -422,7 +424,7 @@ async def make_session_process(zygote: SessionZygote, slot: Slot, jail: SessionJ
             descriptors["holder"] = jail.inside_pidfd
         if cgroup is not None:
             descriptors["cgroup"] = cgroup.open_procs()
-        pidfd, pid = await zygote.fork(session_request(zygote.spec, slot), descriptors)
+        pidfd, pid = await zygote.fork(session_request(zygote.spec, slot, jail), descriptors)
     except OSError as exc:
         channels.close_host_ends()
         raise WorkerLost(f"the session's memory cgroup cannot be opened: {exc}") from exc

@@ -310,8 +310,7 @@ def session_main(request):
         module = SESSION_CONFIG["guard"]
         if guard["denied"]:
             module.load_before_removal()
-        module.install_guard(guard["allowed"], guard["denied"], (request["home"], "/tmp", "/var/tmp", "/dev/shm"),
-                             guard["refuse_actions"])
+        module.install_guard(guard["allowed"], guard["denied"], tuple(request["writable"]), guard["refuse_actions"])
     send_frame(CONTROL_FD, {"serving": True, "pid": os.getpid(), "uid": os.getuid()})
     number = 0
     while True:

@@ -60,7 +60,7 @@ def test_compose_service_serves_with_every_self_test_check_passing(server, clien
     names = {check.name for check in info.checks}
     assert {"slot_scratch", "slot_processes_killed", "starts", "non_root", "seccomp", "no_new_privs",
             "no_capabilities", "no_network", "pid_namespace", "own_namespaces", "scratch_capped",
-            "read_only_elsewhere", "private_tmp", "host_secrets_hidden", "nothing_survives_a_call",
+            "read_only_elsewhere", "private_tmp", "only_own_places_writable", "host_secrets_hidden", "nothing_survives_a_call",
             "import_guard_warm[guarded]", "import_guard_scientific[strict]"} <= names
     print(f"SERVING {server.ready_s:.1f} s after podman run, {len(info.checks)} checks passed")
 

@@ -98,7 +98,7 @@ def test_sympy_is_preloaded(client):
 def test_nothing_survives_a_call(jail_client):
     first = jail_client.run_python(
         "import os, sys, json\n"
-        "for d in [os.environ['HOME'], '/tmp', '/var/tmp', '/dev/shm']:\n"
+        "for d in [os.environ['HOME'], '/tmp', '/var/tmp', '/dev/shm', '/run/lock']:\n"
         "    open(os.path.join(d, 'left'), 'w').write('x')\n"
         "json.leftover = 1\n"
         "if os.fork() == 0:\n"
@@ -113,7 +113,7 @@ def test_nothing_survives_a_call(jail_client):
         later = jail_client.run_python(
             "import os, json\n"
             "mine = {1, os.getpid(), os.getppid()}\n"
-            "([name for d in [os.environ['HOME'], '/tmp', '/var/tmp', '/dev/shm'] for name in os.listdir(d)],"
+            "([name for d in [os.environ['HOME'], '/tmp', '/var/tmp', '/dev/shm', '/run/lock'] for name in os.listdir(d)],"
             " hasattr(json, 'leftover'), [p for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine])"
         )
         assert later.python.value == "(['main.py'], False, [])"  # the call's own program, nothing else

@@ -133,20 +133,20 @@ def test_writes_outside_scratch_fail(jail_client):
     assert run(jail_client, code).python.value == "[]"
 
 
-PRIVATE_DIRS = ["/tmp", "/var/tmp", "/dev/shm"]
+PRIVATE_DIRS = ["/tmp", "/var/tmp", "/dev/shm", "/run/lock"]
 
 
 def test_tmp_and_shm_are_the_calls_own_and_wiped(jail_client):
-    """A call writes /tmp, /var/tmp and /dev/shm as a plain python3 may; what it writes is
+    """A call writes /tmp, /var/tmp, /dev/shm and /run/lock as a plain python3 may; what it writes is
     its jail's own (the host's directories never see it) and gone for the next call."""
     marker = f"toolserver-probe-{os.getpid()}"
     code = (f"import os\nfor d in {PRIVATE_DIRS!r}:\n    open(os.path.join(d, {marker!r}), 'w').write('x')\n"
             f"sorted(os.path.exists(os.path.join(d, {marker!r})) for d in {PRIVATE_DIRS!r})")
     for _ in range(4):  # more calls than workers: each worker's next call looks
-        assert run(jail_client, code).python.value == "[True, True, True]"
+        assert run(jail_client, code).python.value == "[True, True, True, True]"
         assert not any(os.path.exists(os.path.join(d, marker)) for d in PRIVATE_DIRS)
         left = run(jail_client, f"import os\n[sorted(os.listdir(d)) for d in {PRIVATE_DIRS!r}]").python.value
-        assert eval(left) == [[], [], []]
+        assert eval(left) == [[], [], [], []]
 
 
 def test_programs_a_call_writes_run_inside_its_jail(jail_client):

@@ -14,7 +14,7 @@ from sandbox.calls import PROGRAM_FILE, CallLimits, CallReply, CallRequest, Cell
 from sandbox.inside.program import PROGRAM_FILE as INSIDE_PROGRAM_FILE
 from sandbox.inside.zygote import REQUEST_KEYS
 from sandbox.jail import JailPolicy
-from sandbox.selftest import probe_request
+from sandbox.selftest import probe_request, run_self_test
 from sandbox.slots import prepare_scratch
 from sandbox.worker import INSIDE, GuardPolicy, GuardProfile, Zygote, ZygoteSpec
 from toolserver.python.settings import DENIED_IMPORTS
@@ -199,3 +199,16 @@ async def test_a_program_imports_its_own_modules_of_the_librarys_names(slot):
         assert reply.outcome == "OK" and reply.value == "([], 'frames', 'inside')", reply
     finally:
         await zygote.kill()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the jail's private mounts are proven and capped as root")
+async def test_the_self_test_finds_a_writable_place_that_is_never_wiped(slot):
+    """firejail's /run/lock is writable from inside: a jail that did not count it among the
+    places wiped after every call would carry one call's files to the next."""
+    spec = ZygoteSpec(interpreter=sys.executable, jail=JailPolicy(hidden_paths=(PROJECT,)))
+    checks = {check.name: check for check in await run_self_test(spec, slot)}
+    assert checks["only_own_places_writable"].ok, checks["only_own_places_writable"]
+    assert "/run/lock" in spec.jail.private_dirs
+    lacking = dataclasses.replace(spec, jail=dataclasses.replace(spec.jail, private_dirs=("/tmp", "/var/tmp", "/dev/shm")))
+    check = next(check for check in await run_self_test(lacking, slot) if check.name == "only_own_places_writable")
+    assert not check.ok and "/run/lock" in check.detail, check
