@@ -83,6 +83,28 @@ class MemoryCgroup:
             time.sleep(0.005)
         return not self.pids()
 
+    def kill_all_but(self, keep: frozenset[int], rounds: int = 50) -> bool:
+        """SIGKILLs every process in this cgroup but those of keep (a jail's own, kept for the
+        next session) until no other is left; returns whether that came to pass."""
+        for _ in range(rounds):
+            others = [pid for pid in self.pids() if pid not in keep]
+            if not others:
+                return True
+            signal_pids(others, signal.SIGKILL, self.holds)
+            time.sleep(0.005)
+        return not [pid for pid in self.pids() if pid not in keep]
+
+    def reset_charge(self) -> None:
+        """Reclaims what the cgroup's processes left charged to it (page cache; a wiped
+        tmpfs's pages are freed with its files) and zeroes its peak and its count of
+        refused charges, so that the next session on the slot reads nothing of the last
+        one's use. Raises OSError."""
+        (self.path / "memory.force_empty").write_text("0")
+        for name in ("memory.max_usage_in_bytes", "memory.failcnt", "memory.memsw.max_usage_in_bytes",
+                     "memory.memsw.failcnt"):
+            if (self.path / name).exists():
+                (self.path / name).write_text("0")
+
     def set_limit_mb(self, megabytes: int) -> None:
         """Caps the memory charged to this cgroup (0: no cap); the kernel reclaims what it
         can first and refuses (OSError EBUSY) a cap below what it cannot reclaim."""

@@ -82,6 +82,20 @@ class SessionJail(JailedProcess):
         self.stop_watching()
 
 
+def empty_for_the_next_session(jail: SessionJail) -> None:
+    """Kills every process the last session left in jail (all of its memory cgroup but the
+    jail's own: firejail, its init and its holder) and resets the cgroup's charge, so that
+    the jail can serve the next session of its slot (whose process empties the writable
+    places before it waits); raises OSError where that cannot be proven."""
+    if jail.cgroup is None or not jail.whole():
+        raise OSError("the jail is not whole, or has no memory cgroup to prove it empty")
+    if not jail.cgroup.kill_all_but(jail.own_pids):
+        raise OSError("processes of the last session did not end")
+    jail.cgroup.reset_charge()
+    if not jail.whole():
+        raise OSError("the jail ended as it was emptied")
+
+
 class SessionZygote:
     """The warm root interpreter that forks sessions into their jails."""
 

@@ -163,6 +163,7 @@ class JailedProcess:
         self.inside_pidfd: int | None = None  # and a pidfd of it: what the host signals and joins it by
         self._firejail_pidfd: int | None = None  # firejail's, from its start
         self._init_pidfd: int | None = None  # the jail's PID namespace's init's, once settled
+        self.own_pids: frozenset[int] = frozenset()  # host pids of firejail, the jail's init and program, once settled
         self.private_dirs: tuple[str, ...] = ()  # of the jail's private_dirs, those proven its own, once settled
         self._process: asyncio.subprocess.Process | None = None
         self.cpu_nice = 0  # of its autogroup (set_cpu_nice)
@@ -247,6 +248,7 @@ class JailedProcess:
             self._init_pidfd = os.pidfd_open(init)
             if namespace_pid(init) != 1:
                 raise OSError("the jail's init has ended")
+        self.own_pids = frozenset(pid for pid in (root, init, self.inside) if pid is not None)
         if self.cgroup is not None and not self.enlists_per_call:
             self.cgroup.adopt([root, *descendants(root)])
         # Without a mount namespace of its own the program is not jailed (insecure mode,
@@ -310,6 +312,18 @@ class JailedProcess:
                 log.error("%s %s (pid %d) did not exit after SIGKILL", self.label, self.slot.name, process.pid)
         await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, self.slot)
         self.stop_watching()
+
+    def whole(self) -> bool:
+        """Whether firejail, the jail's init and its program all still run: then own_pids
+        name them (each is held by a pidfd, so its pid cannot be another's while it runs)."""
+        if not self.alive or self.inside_pidfd is None:
+            return False
+        try:
+            for pidfd in self._pidfds():
+                signal.pidfd_send_signal(pidfd, 0)
+        except ProcessLookupError:
+            return False
+        return True
 
     def signal_kill(self) -> None:
         """SIGKILLs the init of the jail's PID namespace (the kernel then kills every

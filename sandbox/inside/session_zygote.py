@@ -55,6 +55,7 @@ import threading
 import traceback
 import types
 
+from sandbox.inside.cleanup import wipe
 from sandbox.inside.frames import read_frame as read_frame_bytes
 from sandbox.inside.frames import send_frame, write_all
 from sandbox.inside.outcome import program_end, raised
@@ -291,6 +292,7 @@ def drop_privileges(request, filters):
 
 def session_main(request):
     SESSION_CONFIG["confine"].apply()
+    empty_writable_places(request["writable"])
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = main
@@ -319,6 +321,17 @@ def session_main(request):
             return
         number += 1
         send_frame(CONTROL_FD, run_call(main, call, number, memory_mb))
+
+
+def empty_writable_places(places):
+    """Wipes every place the session may write (its home and the jail's private dirs), as
+    the slot's uid inside the jail, before it serves: a recycled jail's hold what the last
+    session left there, a new one's nothing. Raises OSError where one stays not empty."""
+    for directory in places:
+        wipe(directory)
+    left = [directory for directory in places if os.listdir(directory)]
+    if left:
+        raise OSError(f"cannot empty {left}")
 
 
 def feed_stdin(text):

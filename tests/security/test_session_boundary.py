@@ -305,3 +305,131 @@ def test_a_session_flooding_its_stdout_as_fast_as_it_can_does_not_hold_the_serve
             other.join(30)
             client.close_session(session.session_id)
         assert latencies and sorted(latencies)[len(latencies) // 2] < 0.5
+
+
+@pytest.fixture(scope="module")
+def one_slot_server(tmp_path_factory):
+    """One session slot, one session made ahead: each session after the first is made in the
+    jail of the one before it, recycled."""
+    running = RunningServer(tmp_path_factory.mktemp("recycling"), workers=1, sessions=1, slim_workers=0,
+                            scientific_workers=0, config="[sessions]\nready = 1\n")
+    yield running
+    running.stop()
+
+
+# Which jail a session is in: its holder's pid and start time (a namespace's inode number
+# is given again to the next namespace made once it is freed).
+JAIL_ID = ("import os\n[(p, open(f'/proc/{p}/stat').read().rpartition(')')[2].split()[19]) for p in os.listdir('/proc') "
+           "if p.isdigit() and open(f'/proc/{p}/cmdline', 'rb').read().startswith(b'sleep')]")
+
+LEAVE_EVERYTHING = r"""
+import os, signal
+written = []
+for line in open('/proc/self/mountinfo'):
+    place = line.split()[4]
+    try:
+        open(os.path.join(place, 'left-behind'), 'w').write('x')
+        written.append(place)
+    except OSError:
+        pass
+os.makedirs('deep/locked')
+open('deep/locked/file', 'w').write('x')
+os.chmod('deep/locked', 0)
+open('/dev/shm/filled', 'wb').write(os.urandom(8 << 20))
+os.environ['LEFT_BEHIND'] = '1'
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        import time
+        time.sleep(600)
+    os._exit(0)
+held = bytearray(160 << 20)
+for i in range(0, len(held), 4096):
+    held[i] = 1
+sorted(set(written))
+"""
+
+LOOK_FOR_IT = r"""
+import os
+left = {}
+for line in open('/proc/self/mountinfo'):
+    place = line.split()[4]
+    try:
+        names = os.listdir(place)
+    except OSError:
+        continue
+    if 'left-behind' in names:
+        left[place] = names
+mine = {1, os.getpid(), os.getppid()}
+others = {}
+for pid in (int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine):
+    others[pid] = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\0')[0].decode()
+ipc = [len(open('/proc/sysvipc/' + kind).read().splitlines()) - 1 for kind in ('shm', 'sem', 'msg')]
+(left, sorted(os.listdir(os.environ['HOME'])), sorted(os.listdir('/dev/shm')), sorted(others.values()), ipc,
+ 'LEFT_BEHIND' in os.environ)
+"""
+
+
+def slot_memory_cgroup(uid: int) -> Path:
+    """The memory cgroup a slot's processes are in (its holder's, which a session shares)."""
+    for pid in processes_of_uid(uid):
+        for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "memory" in controllers.split(","):
+                return Path("/sys/fs/cgroup/memory") / path.lstrip("/")
+    raise AssertionError("no process of the slot")
+
+
+def test_a_session_in_a_recycled_jail_finds_nothing_of_the_last_one(one_slot_server):
+    """The second session is made in the first one's jail (the same holder), and
+    finds nothing it left: no file in any place it could write, no process (a double-forked
+    daemon that ignores SIGTERM included), no IPC object, no environment, and its slot's
+    memory cgroup holds no charge or peak of it."""
+    with one_slot_server.client() as client:
+        first = client.open_session()
+        try:
+            uid = uid_of_session(client, first.session_id)
+            jail = value(client, JAIL_ID, first.session_id)
+            reply = client.run_python(LEAVE_EVERYTHING, session_id=first.session_id, timeout_ms=30000)
+            assert reply.outcome == pb.OK, (reply.error, reply.stderr)
+            written = eval(reply.python.value)
+            cgroup = slot_memory_cgroup(uid)
+            peak = int((cgroup / "memory.max_usage_in_bytes").read_text())
+        finally:
+            client.close_session(first.session_id)
+        assert {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"} <= set(written) and len(written) == 5, written
+        assert peak > 160 << 20
+        second = client.open_session()
+        try:
+            assert uid_of_session(client, second.session_id) == uid
+            assert value(client, JAIL_ID, second.session_id) == jail, "a new jail, not the recycled one"
+            seen = eval(value(client, LOOK_FOR_IT, second.session_id))
+        finally:
+            client.close_session(second.session_id)
+        assert seen == ({}, [], [], ["sleep"], [0, 0, 0], False)  # of processes, the jail's holder only
+        assert int((cgroup / "memory.max_usage_in_bytes").read_text()) < 120 << 20
+        assert int((cgroup / "memory.failcnt").read_text()) == 0
+        assert scrape(one_slot_server)["toolserver_sessions_recycled"] >= 1
+
+
+def test_a_jail_whose_holder_was_killed_is_not_recycled(one_slot_server):
+    """A session can end its own jail (its holder is of its uid): the jail is then not whole,
+    so it is destroyed, and the next session gets a new one that works."""
+    with one_slot_server.client() as client:
+        first = client.open_session()
+        before = value(client, JAIL_ID, first.session_id)
+        kill = ("import os, signal\nfor pid in os.listdir('/proc'):\n    if pid.isdigit() and "
+                "open(f'/proc/{pid}/cmdline', 'rb').read().startswith(b'sleep'):\n"
+                "        os.kill(int(pid), signal.SIGKILL)\n")
+        client.run_python(kill, session_id=first.session_id)
+        try:
+            client.close_session(first.session_id)
+        except NotFound:
+            pass  # its process ended with its jail
+        second = client.open_session()
+        try:
+            assert value(client, JAIL_ID, second.session_id) not in (before, "[]")
+            assert value(client, "6 * 7", second.session_id) == "42"
+        finally:
+            client.close_session(second.session_id)

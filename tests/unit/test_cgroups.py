@@ -69,3 +69,28 @@ def test_a_pool_makes_each_slots_cgroup_once_and_removes_them_all():
     assert first is not None and pool.of(name) is first and first.path.is_dir()
     pool.remove_all()
     assert not first.path.exists()
+
+
+def test_all_but_the_kept_processes_are_killed_and_the_charge_is_reset(cgroup):
+    """What recycling a session's jail does to its slot's cgroup: the jail's own processes
+    stay, every other is killed, and the peak the last session reached is forgotten."""
+    kept = subprocess.Popen(["sleep", "60"])
+    hog = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(1)\n" + HOG], stdin=subprocess.PIPE)
+    others = [subprocess.Popen(["sleep", "60"]) for _ in range(3)]
+    try:
+        cgroup.adopt([kept.pid, hog.pid, *(other.pid for other in others)])
+        hog.stdin.write(b"g")
+        hog.stdin.flush()
+        while int((cgroup.path / "memory.max_usage_in_bytes").read_text()) < 150 << 20:
+            assert hog.poll() is None
+        assert cgroup.kill_all_but(frozenset({kept.pid}))
+        assert [process.wait(10) for process in (hog, *others)] == [-signal.SIGKILL] * 4
+        assert cgroup.pids() == [kept.pid] and kept.poll() is None
+        cgroup.reset_charge()
+        assert int((cgroup.path / "memory.max_usage_in_bytes").read_text()) < 50 << 20
+        assert int((cgroup.path / "memory.failcnt").read_text()) == 0
+    finally:
+        for process in (kept, hog, *others):
+            if process.poll() is None:
+                process.kill()
+                process.wait()

@@ -260,7 +260,8 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
         sessions = SessionManager(jails.session, session_slots, max_sessions=sessions_settings.max_sessions,
                                   ready=sessions_settings.ready, keep_peak_s=sessions_settings.keep_peak_s,
                                   idle_timeout_s=sessions_settings.idle_timeout_s,
-                                  memory_mb=sessions_settings.memory_mb, cgroups=context.cgroups)
+                                  memory_mb=sessions_settings.memory_mb, recycle_jails=sessions_settings.recycle_jails,
+                                  cgroups=context.cgroups)
         stack.push_async_callback(sessions.shutdown)
         await sessions.start()
         await verify_session_jail(sessions, state, python.import_profile, pools.get(WARM))

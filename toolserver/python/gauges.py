@@ -49,7 +49,9 @@ def watch_python(metrics: ServerMetrics, python: Any) -> None:
         metrics.sample("toolserver_sessions_closed", "Python sessions closed (by their caller, the idle reaper, "
                        "or their process's end)", lambda: counts.closed)
         metrics.sample("toolserver_sessions_evicted", "Python sessions closed for being idle", lambda: counts.evicted)
-        metrics.sample("toolserver_sessions_made", "Python sessions made (jail started, process forked into it)",
-                       lambda: made.made)
+        metrics.sample("toolserver_sessions_made", "Python sessions made (jail started or recycled, process "
+                       "forked into it)", lambda: made.made)
+        metrics.sample("toolserver_sessions_recycled", "Python sessions made in the jail of a session that closed",
+                       lambda: made.recycled)
         metrics.sample("toolserver_sessions_make_failures", "Python sessions that could not be made",
                        lambda: made.failed)

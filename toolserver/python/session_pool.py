@@ -9,9 +9,14 @@ once lately (an RL step's batch) if more, so that the next step finds its whole 
 ahead; a peak not reached again for `keep_peak_s` is forgotten and the sessions made for
 it given back. `sessions.ready = 0` turns making ahead off, learning included. An
 OpenSession takes a ready one, or one made at once on a free slot, or waits for the next
-slot to come back or session to be made. A session that ends is destroyed behind its
-answer: its jail killed, its cgroup emptied, its slot given back once nothing runs as its
-uid, and a session made ahead on it again.
+slot to come back or session to be made. A session that closes is ended behind its
+answer. Where another is wanted ahead, its jail is recycled (`sessions.recycle_jails`): every
+process of the slot's memory cgroup but the jail's own (firejail, its init, its holder) is
+killed, the cgroup's charge and peak reset, and a process forked into the jail empties its
+writable places before it waits, which skips starting firejail and capping its mounts; a
+jail that is not whole, or has no memory cgroup to prove it empty, is not recycled. Else
+the jail is killed, the cgroup emptied, and the slot given back once nothing runs as its
+uid, where a session is made ahead again.
 """
 
 from __future__ import annotations
@@ -25,7 +30,14 @@ from typing import Any, Callable, Coroutine
 from sandbox.calls import session_state
 from sandbox.cgroups import MemoryCgroup, MemoryCgroups, SlotCgroups
 from sandbox.jail import Slot
-from sandbox.sessions import HOLDER_SOURCE, SessionJail, SessionProcess, SessionZygote, make_session_process
+from sandbox.sessions import (
+    HOLDER_SOURCE,
+    SessionJail,
+    SessionProcess,
+    SessionZygote,
+    empty_for_the_next_session,
+    make_session_process,
+)
 from sandbox.slots import kill_slot_processes, prepare_scratch
 from sandbox.worker import WorkerLost, ZygoteSpec
 from toolserver.errors import Exhausted, Unavailable
@@ -56,7 +68,8 @@ class ReadySession:
 
 @dataclass
 class PoolCounts:
-    made: int = 0
+    made: int = 0  # sessions made, on a new jail or a recycled one
+    recycled: int = 0  # of them, on the jail of a session that closed
     failed: int = 0
 
 
@@ -68,12 +81,13 @@ class SessionPool:
 
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, ready: int, memory_mb: int,
                  room: Callable[[], int], opening: Callable[[], bool], keep_peak_s: float = 900.0,
-                 cgroups: MemoryCgroups | None = None, makers: int = 2) -> None:
+                 cgroups: MemoryCgroups | None = None, makers: int = 2, recycle: bool = True) -> None:
         self.spec = spec  # toolserver.python.jails.session_spec
         self.zygote = SessionZygote(spec)
         self.free_slots = list(slots)
         self.ready_target = ready  # the least kept made ahead
         self.keep_peak_s = keep_peak_s
+        self.recycle = recycle  # a closed session's jail is emptied for the next one, where its cgroup proves it
         self.peak = 0  # the most sessions open (or opening) at once lately
         self.peak_at = 0.0  # when it was last reached
         self.default_memory_mb = memory_mb  # the cap set ahead: a start changes it only when asked for another
@@ -145,18 +159,24 @@ class SessionPool:
             return
         self.ready.append(made)
 
-    async def _make(self, slot: Slot) -> ReadySession:
-        """A new session's jail and process on slot (taken from the free ones); raises
-        Unavailable, with the slot given back."""
-        jail: SessionJail | None = None
+    async def _make(self, slot: Slot, recycled: SessionJail | None = None) -> ReadySession:
+        """A new session's process on slot (taken from the free ones), in a new jail or in
+        recycled, the jail of a session that closed, emptied of its processes and memory
+        (the process empties its writable places before it waits); raises Unavailable,
+        with the jail killed and the slot given back."""
+        jail: SessionJail | None = recycled
         async with self._makers:
             loop = asyncio.get_running_loop()
             try:
-                await loop.run_in_executor(None, prepare_scratch, slot)
-                cgroup = await loop.run_in_executor(None, self._slot_cgroups.of, slot.name)
-                if not self.spec.insecure_no_sandbox:
-                    jail = SessionJail(slot, cgroup)
-                    await jail.launch(self.spec, "session jail", HOLDER_SOURCE, {})
+                if recycled is not None:
+                    cgroup = recycled.cgroup
+                    await loop.run_in_executor(None, empty_for_the_next_session, recycled)
+                else:
+                    await loop.run_in_executor(None, prepare_scratch, slot)
+                    cgroup = await loop.run_in_executor(None, self._slot_cgroups.of, slot.name)
+                    if not self.spec.insecure_no_sandbox:
+                        jail = SessionJail(slot, cgroup)
+                        await jail.launch(self.spec, "session jail", HOLDER_SOURCE, {})
                 await self._zygote_alive()
                 process = await make_session_process(self.zygote, slot, jail, cgroup)
                 try:
@@ -178,7 +198,40 @@ class SessionPool:
             made.base_mb, made.oom_kills = cgroup.usage_mb(), cgroup.oom_kills()
             made.cap_memory(self.default_memory_mb)
         self.counts.made += 1
+        self.counts.recycled += recycled is not None
         return made
+
+    def recyclable(self, made: ReadySession) -> bool:
+        """Whether made's jail may serve the next session: recycling is on, and the jail is
+        whole and in a memory cgroup, which proves that no process of the last session is
+        left (without one, nothing can: the jail is destroyed)."""
+        return (self.recycle and not self.stopped and made.jail is not None and made.cgroup is not None
+                and made.jail.whole())
+
+    async def _recycle(self, made: ReadySession) -> None:
+        """Makes a session ahead in the jail of made, which closed, once the server is
+        quiet, where one is wanted; else, or where that fails, destroys the jail."""
+        assert made.jail is not None
+        again: ReadySession | None = None
+        try:
+            await self._quiet()  # a burst of closes is answered first
+            if not self.stopped and made.jail.whole() and len(self.ready) + self._making <= self.wanted():
+                try:
+                    again = await self._make(made.slot, made.jail)
+                except Unavailable as exc:  # the jail is killed and the slot given back
+                    log.warning("a closed session's jail could not be recycled: %s", exc)
+                    self.refill()
+                    return
+        finally:
+            self._making -= 1
+            self._changed.set()
+        if again is None:
+            self._releasing += 1
+            await self.destroy(made, released=True)
+        elif self.stopped:
+            await self.destroy(again)
+        else:
+            self.ready.append(again)
 
     async def _quiet(self) -> None:
         """Until no OpenSession or CloseSession has come for QUIET_S, or an OpenSession waits
@@ -229,11 +282,17 @@ class SessionPool:
             self.release(self.ready.pop(0))  # the longest made
             excess -= 1
 
-    def release(self, made: ReadySession) -> None:
-        """Ends a session's use of its slot: everything of it is killed now, and its jail
-        destroyed and its slot given back once quiet (an OpenSession waits for the slot
-        meanwhile, rather than hear that the limit is reached)."""
+    def release(self, made: ReadySession, recycle: bool = False) -> None:
+        """Ends a session's use of its slot: its process is killed now, and (recycle: a
+        session that closed) its jail emptied for a session made ahead in it where one is
+        wanted; else its jail is killed now, destroyed and its slot given back once quiet.
+        An OpenSession waits for the slot meanwhile, rather than hear that the limit is
+        reached."""
         made.process.close()
+        if recycle and self.recyclable(made):
+            self._making += 1
+            self.spawn(self._recycle(made))
+            return
         if made.jail is not None:
             made.jail.signal_kill()
         self._releasing += 1

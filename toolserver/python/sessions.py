@@ -97,7 +97,7 @@ class SessionManager:
 
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_sessions: int, ready: int, idle_timeout_s: int,
                  memory_mb: int, keep_peak_s: float = 900.0, cgroups: MemoryCgroups | None = None,
-                 makers: int = 2) -> None:
+                 makers: int = 2, recycle_jails: bool = True) -> None:
         self.spec = spec  # toolserver.python.jails.session_spec
         self.max_sessions = min(max_sessions, len(slots))
         self.idle_timeout_s = idle_timeout_s
@@ -106,7 +106,7 @@ class SessionManager:
         self.unavailable = ""  # why sessions cannot be served, once known
         self.pool = SessionPool(spec, slots, ready=min(ready, self.max_sessions), memory_mb=memory_mb,
                                 room=self._room, opening=lambda: self._opening > 0, keep_peak_s=keep_peak_s,
-                                cgroups=cgroups, makers=makers)
+                                cgroups=cgroups, makers=makers, recycle=recycle_jails)
         self._opening = 0
         self._opening_by: dict[str, int] = {}
         self._open_by: dict[str, int] = {}
@@ -226,7 +226,7 @@ class SessionManager:
             del self._open_by[session.owner]
         self.counts.closed += 1
         self.counts.evicted += evicted
-        self.pool.release(session.made)
+        self.pool.release(session.made, recycle=True)
 
     async def execute(self, session_id: str, owner: str, code: str, stdin: str, timeout_ms: int,
                       max_output_bytes: int) -> CallReply:

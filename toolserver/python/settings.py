@@ -205,6 +205,10 @@ class SessionSettings(ToolSection):
                                       # ready for after it was last reached: a training step's batch
                                       # finds its sessions made ahead at the next step; past this
                                       # the extra ones are given back (~4 MB of PSS and a slot each)
+    recycle_jails: bool = True        # a closed session's jail serves the next session made ahead on
+                                      # its slot: its processes killed, its memory cgroup's charge
+                                      # reset, its writable places wiped (a make then skips starting
+                                      # firejail); needs memory cgroups, else every jail is new
     idle_timeout_s: int = 600         # a session unused this long is closed (an eviction)
     start_timeout_s: float = 60.0     # for the session zygote to warm, and a session to start
     memory_mb: int = 1024             # memory a session may add to the warm process: its address
