@@ -198,7 +198,7 @@ class SessionSettings(ToolSection):
                                       # RESOURCE_EXHAUSTED
     ready: int = 64                   # sessions made ahead (jail started, process forked and
                                       # joined): OpenSession hands one over; past them, an open
-                                      # waits for one to be made (~0.2 s of CPU each here). The
+                                      # waits for one to be made (~0.15 s of CPU each here). The
                                       # pool keeps more while a larger batch was asked for lately;
                                       # 0: none made ahead, the batch not learned either
     keep_peak_s: float = 900.0        # how long the largest batch (sessions open at once) is kept
