@@ -290,6 +290,8 @@ class SessionPool:
         reached."""
         made.process.close()
         if recycle and self.recyclable(made):
+            assert made.jail is not None and made.cgroup is not None
+            made.cgroup.kill_all_but(made.jail.own_pids, rounds=1)  # what it started ends now, not once recycled
             self._making += 1
             self.spawn(self._recycle(made))
             return
