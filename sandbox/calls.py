@@ -38,6 +38,15 @@ class CallLimits:
     max_scratch_mb: int = 0  # scratch the call may fill before it is killed; 0: not watched
 
 
+def reply_frame_bytes(limits: CallLimits) -> int:
+    """The most bytes a zygote's answer to a call under limits may take on the wire, past
+    which the host stops reading it: stdout, stderr and the value up to max_output_bytes
+    each, the program's reported end up to 16 times that (the zygote's own cap), every
+    byte of them at most 12 in JSON (an astral character's escapes), files fetched back up
+    to max_file_mb in base64, and a megabyte for the rest."""
+    return 12 * 19 * limits.max_output_bytes + 2 * (limits.max_file_mb << 20) + (1 << 20)
+
+
 @dataclass(frozen=True)
 class CallRequest:
     id: str

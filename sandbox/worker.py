@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sandbox.calls import CallReply, CallRequest
+from sandbox.calls import CallReply, CallRequest, reply_frame_bytes
 from sandbox.cgroups import MemoryCgroup
 from sandbox.hostside import cap_tmpfs, descendants, host_pid, in_other_mount_namespace, is_own_mount, namespace_pid
 from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
@@ -34,6 +34,7 @@ INSIDE = Path(__file__).parent / "inside"
 ZYGOTE_SOURCE = (INSIDE / "zygote.py").read_text()
 GUARD_SOURCE = (Path(__file__).parent / "guard.py").read_text()
 CONFINE_SOURCE = (Path(__file__).parent / "confine.py").read_text()
+HELLO_FRAME_BYTES = 1 << 20  # a hello frame names its pid and preloads: a few hundred bytes
 # The modules of sandbox/inside the zygotes import, each after those it imports: the
 # bootstrap installs them in this order, their packages as empty ones.
 LIBRARY_MODULES = ("frames", "outcome", "program", "files", "cleanup", "cgroup", "call_process", "warm")
@@ -261,12 +262,15 @@ class JailedProcess:
             for path in (self.slot.scratch, *self.private_dirs):
                 cap_tmpfs(self.inside, path, spec.jail.home_mb, spec.jail.home_files)
 
-    async def read_frame(self) -> dict[str, Any]:
-        """The next frame the program writes on stdout; raises WorkerLost."""
+    async def read_frame(self, max_bytes: int = HELLO_FRAME_BYTES) -> dict[str, Any]:
+        """The next frame the program writes on stdout, of at most max_bytes (what it writes
+        is untrusted: a frame that announces more is not read); raises WorkerLost."""
         assert self._process is not None and self._process.stdout is not None
         try:
             header = await self._process.stdout.readexactly(4)
             (size,) = struct.unpack(">I", header)
+            if size > max_bytes:
+                raise WorkerLost(f"worker announced a frame of {size} bytes, past the {max_bytes} it may send")
             body = await self._process.stdout.readexactly(size)
             message = json.loads(body)
         except asyncio.IncompleteReadError as exc:
@@ -400,7 +404,7 @@ class Zygote(JailedProcess):
         try:
             self._process.stdin.write(struct.pack(">I", len(data)) + data)
             await self._process.stdin.drain()
-            frame = await asyncio.wait_for(self.read_frame(), timeout_s)
+            frame = await asyncio.wait_for(self.read_frame(reply_frame_bytes(request.limits)), timeout_s)
         except asyncio.TimeoutError as exc:
             raise WorkerLost(f"worker did not answer within {timeout_s:.1f} s") from exc
         except (OSError, ConnectionError) as exc:

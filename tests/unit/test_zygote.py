@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import dataclasses
 import os
 import sys
@@ -10,13 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from sandbox.calls import PROGRAM_FILE, CallLimits, CallReply, CallRequest, CellRequest, SessionStart
+from sandbox.calls import (
+    PROGRAM_FILE,
+    CallLimits,
+    CallReply,
+    CallRequest,
+    CellRequest,
+    SessionStart,
+    reply_frame_bytes,
+)
 from sandbox.inside.program import PROGRAM_FILE as INSIDE_PROGRAM_FILE
 from sandbox.inside.zygote import REQUEST_KEYS
-from sandbox.jail import JailPolicy
+from sandbox.jail import JailPolicy, Slot
 from sandbox.selftest import probe_request, run_self_test
 from sandbox.slots import prepare_scratch
-from sandbox.worker import INSIDE, GuardPolicy, GuardProfile, Zygote, ZygoteSpec
+from sandbox.worker import INSIDE, GuardPolicy, GuardProfile, JailedProcess, WorkerLost, Zygote, ZygoteSpec
 from toolserver.python.settings import DENIED_IMPORTS
 
 PROJECT = str(Path(__file__).resolve().parents[2])
@@ -212,3 +221,18 @@ async def test_the_self_test_finds_a_writable_place_that_is_never_wiped(slot):
     lacking = dataclasses.replace(spec, jail=dataclasses.replace(spec.jail, private_dirs=("/tmp", "/var/tmp", "/dev/shm")))
     check = next(check for check in await run_self_test(lacking, slot) if check.name == "only_own_places_writable")
     assert not check.ok and "/run/lock" in check.detail, check
+
+
+async def test_a_frame_past_what_it_may_be_is_not_read(tmp_path):
+    """What a jailed program writes is untrusted: a frame that announces more bytes than
+    its kind may have ends the worker (WorkerLost) before any of it is read."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import os, struct\nos.write(1, struct.pack('>I', 2**31) + b'{' * 65536)",
+        stdout=asyncio.subprocess.PIPE)
+    jailed = JailedProcess(Slot("unread", os.getuid(), os.getgid(), tmp_path))
+    jailed._process = process
+    limits = probe_request("r", "1").limits
+    with pytest.raises(WorkerLost, match="past the"):
+        await jailed.read_frame(reply_frame_bytes(limits))
+    await process.wait()
+    assert reply_frame_bytes(limits) < 2**31
