@@ -345,9 +345,15 @@ def test_pip_settings_reach_the_build_as_secrets_never_as_arguments():
 
 
 def test_the_image_builds_the_calls_runtime_from_the_repositorys_requirements():
-    runs = " ".join(line for line in dockerfile_instructions(DEPLOY / "Dockerfile") if line.startswith("RUN"))
+    instructions = dockerfile_instructions(DEPLOY / "Dockerfile")
+    runs = " ".join(line for line in instructions if line.startswith("RUN"))
     assert "python3 -m venv /opt/toolserver/runtime" in runs
-    assert "-r /opt/toolserver/src/sandbox/runtime/requirements.txt" in runs
+    assert "-r /opt/toolserver/runtime-requirements/requirements.txt" in runs
+    copies = [line for line in instructions if line.startswith("COPY")]
+    # The requirements alone, before the sources: a change of the sources keeps the runtime's layer cached.
+    assert copies[0] == ("COPY sandbox/runtime/requirements.txt sandbox/runtime/torch.txt "
+                         "/opt/toolserver/runtime-requirements/")
+    assert copies[1] == "COPY . /opt/toolserver/src"
     assert Settings().python.interpreter == "/opt/toolserver/runtime/bin/python"
     script = (DEPLOY / "build-local.sh").read_text()
     assert "--secret \"id=pip.conf,src=" in script and "--build-arg PIP" not in script
