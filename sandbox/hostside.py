@@ -1,7 +1,7 @@
 """What the host does to a running jail from outside: find its processes, reach into its
 private filesystem, cap its writable mounts.
 
-A jail's home, /tmp, /var/tmp and /dev/shm are tmpfs mounts that firejail makes in the
+A jail's home, /tmp, /var/tmp, /dev/shm and /run/lock are tmpfs mounts that firejail makes in the
 jail's own mount namespace, so the host reaches them only through `/proc/<pid>/root` of
 a process inside, and caps them by remounting them there (`nsenter`, as root). Nothing here runs code inside the jail.
 """

@@ -351,7 +351,7 @@ def judge_inspection(seen: dict[str, Any], slot: Slot, host_socket_reached: bool
 
 def judge_private_dirs(wanted: tuple[str, ...], proven: tuple[str, ...]) -> Check:
     """Each writable place a jail should have of its own besides its home (/tmp, /var/tmp,
-    /dev/shm) is proven by the host to be on a filesystem other than the host's: only those
+    /dev/shm, /run/lock) is proven by the host to be on a filesystem other than the host's: only those
     are given to calls and wiped after them."""
     missing = [path for path in wanted if path not in proven]
     return Check("private_tmp", not missing, f"not the jail's own: {missing}" if missing else

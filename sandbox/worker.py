@@ -235,7 +235,7 @@ class JailedProcess:
     def _settle(self, jail_pid: int, spec: "ZygoteSpec") -> None:
         """Once the jail is warm and before any untrusted code runs in it: every process
         of the jail joins the slot's memory cgroup, and its writable tmpfs mounts (the home,
-        /tmp, /var/tmp, /dev/shm) get their caps."""
+        /tmp, /var/tmp, /dev/shm, /run/lock) get their caps."""
         assert self._process is not None
         root = self._process.pid
         self.inside = host_pid(root, jail_pid) or (root if namespace_pid(root) == jail_pid else None)

@@ -18,7 +18,7 @@ default), runs the program and reports how it ended and the repr of its last bar
 expression. The zygote enforces wall time (SIGXCPU, so that the program writes out its
 buffered output, then SIGKILL of its process group), then kills every other process of
 the jail's uid (double-forked daemons included) and wipes the working directory and the
-jail's /tmp, /var/tmp and /dev/shm before it forks the next call's process.
+jail's private dirs (/tmp, /var/tmp, /dev/shm, /run/lock) before it forks the next call's process.
 
 A slim zygote (config `reroute_outside_stdlib`) preloads standard modules only, and not
 those that load a denied module (the guard's LOAD_BEFORE_REMOVAL): a call whose code
@@ -45,6 +45,7 @@ import signal
 import time
 
 from sandbox.inside.call_process import (
+    READ_CHUNK,
     REAL_EXIT,
     close_fds_except,
     finish,
@@ -71,7 +72,6 @@ from sandbox.inside.warm import (
     vm_size_kb,
 )
 
-READ_CHUNK = 65536
 SCRATCH_POLL_S = 0.02  # how often a call's scratch usage is checked; it writes ~1 GB/s at most
 FLUSH_GRACE_S = 0.05  # a call past its time: how long it may write out its buffered output (at most
                       # a tenth of its limit) before its processes are killed
@@ -120,7 +120,7 @@ class Zygote:
         self.reroute_outside_stdlib = reroute_outside_stdlib
         self.hand_back = hand_back  # top-level modules whose import ends a call REROUTE (a warm zygote's)
         self.guards = {}  # import profile -> the installer of its guard, or None where it refuses nothing
-        self.private_dirs = ()  # the jail's own /tmp, /var/tmp and /dev/shm: writable, wiped after every call
+        self.private_dirs = ()  # the jail's own /tmp, /var/tmp, /dev/shm, /run/lock: writable, wiped after every call
         self.scratch_dirs = ()  # one directory of each filesystem a call may write: its scratch usage
         self.empty_size = {}  # the size each of private_dirs on a tmpfs has when empty
         self.running_call = 0  # the pid of the call's process while its call runs

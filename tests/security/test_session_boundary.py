@@ -337,6 +337,11 @@ open('deep/locked/file', 'w').write('x')
 os.chmod('deep/locked', 0)
 open('/dev/shm/filled', 'wb').write(os.urandom(8 << 20))
 os.environ['LEFT_BEHIND'] = '1'
+import ctypes
+librt = ctypes.CDLL('librt.so.1', use_errno=True)
+queue = librt.mq_open(b'/left-behind', os.O_CREAT | os.O_RDWR, 0o600, None)  # a POSIX message queue outlives its process
+libc = ctypes.CDLL(None, use_errno=True)
+segment = libc.shmget(0x1eff, 4096, 0o1600)  # so would a System V segment
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 if os.fork() == 0:
     os.setsid()
@@ -347,7 +352,7 @@ if os.fork() == 0:
 held = bytearray(160 << 20)
 for i in range(0, len(held), 4096):
     held[i] = 1
-sorted(set(written))
+(sorted(set(written)), queue, segment)
 """
 
 LOOK_FOR_IT = r"""
@@ -384,8 +389,9 @@ def slot_memory_cgroup(uid: int) -> Path:
 def test_a_session_in_a_recycled_jail_finds_nothing_of_the_last_one(one_slot_server):
     """The second session is made in the first one's jail (the same holder), and
     finds nothing it left: no file in any place it could write, no process (a double-forked
-    daemon that ignores SIGTERM included), no IPC object, no environment, and its slot's
-    memory cgroup holds no charge or peak of it."""
+    daemon that ignores SIGTERM included), no IPC object (System V and POSIX message queues
+    are refused; POSIX shared memory and semaphores are files in /dev/shm), no environment,
+    and its slot's memory cgroup holds no charge or peak of it."""
     with one_slot_server.client() as client:
         first = client.open_session()
         try:
@@ -393,12 +399,13 @@ def test_a_session_in_a_recycled_jail_finds_nothing_of_the_last_one(one_slot_ser
             jail = value(client, JAIL_ID, first.session_id)
             reply = client.run_python(LEAVE_EVERYTHING, session_id=first.session_id, timeout_ms=30000)
             assert reply.outcome == pb.OK, (reply.error, reply.stderr)
-            written = eval(reply.python.value)
+            written, queue, segment = eval(reply.python.value)
             cgroup = slot_memory_cgroup(uid)
             peak = int((cgroup / "memory.max_usage_in_bytes").read_text())
         finally:
             client.close_session(first.session_id)
         assert {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"} <= set(written) and len(written) == 5, written
+        assert queue == segment == -1  # refused in every jail: no IPC object can outlive its session
         assert peak > 160 << 20
         second = client.open_session()
         try:
