@@ -75,13 +75,7 @@ class MemoryCgroup:
     def kill_all(self, rounds: int = 50) -> bool:
         """SIGKILLs every process in this cgroup until none is left (a process cannot leave
         it: the hierarchy is root's); returns whether it emptied."""
-        for _ in range(rounds):
-            pids = self.pids()
-            if not pids:
-                return True
-            signal_pids(pids, signal.SIGKILL, self.holds)
-            time.sleep(0.005)
-        return not self.pids()
+        return self.kill_all_but(frozenset(), rounds)
 
     def kill_all_but(self, keep: frozenset[int], rounds: int = 50) -> bool:
         """SIGKILLs every process in this cgroup but those of keep (a jail's own, kept for the
