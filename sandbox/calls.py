@@ -134,9 +134,10 @@ class CallReply:
 
     def note_oom_kills(self, killed: int, error: str) -> None:
         """A call during which the OOM killer ended processes (killed of them) hit its
-        memory limit, whatever they reported afterwards: a crash or an error becomes
-        MEMORY_LIMIT with error."""
-        if killed > 0 and self.outcome in ("CRASHED", "ERROR"):
+        memory limit, whatever they reported afterwards: a crash, an error, or a program that
+        went on without the processes it lost becomes MEMORY_LIMIT with error (what it printed
+        and returned is kept). A time-out, an output limit or a denial stays what it was."""
+        if killed > 0 and self.outcome in ("OK", "CRASHED", "ERROR"):
             self.outcome = "MEMORY_LIMIT"
             self.error = error
 

@@ -24,7 +24,15 @@ from typing import Any
 
 from sandbox.calls import CallReply, CallRequest, reply_frame_bytes
 from sandbox.cgroups import MemoryCgroup
-from sandbox.hostside import cap_tmpfs, descendants, host_pid, in_other_mount_namespace, is_own_mount, namespace_pid
+from sandbox.hostside import (
+    cap_tmpfs,
+    descendants,
+    host_pid,
+    in_other_mount_namespace,
+    is_own_mount,
+    namespace_pid,
+    running,
+)
 from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
 from sandbox.slots import kill_slot_processes, running_as_root
 
@@ -250,8 +258,8 @@ class JailedProcess:
             if namespace_pid(init) != 1:
                 raise OSError("the jail's init has ended")
         self.own_pids = frozenset(pid for pid in (root, init, self.inside) if pid is not None)
-        if self.cgroup is not None and not self.enlists_per_call:
-            self.cgroup.adopt([root, *descendants(root)])
+        if not self.enlists_per_call:
+            self.enlist_tree()
         # Without a mount namespace of its own the program is not jailed (insecure mode,
         # or a firejail that did nothing): the self-test says so; there is nothing to cap,
         # and the host's /tmp is nobody's scratch.
@@ -261,6 +269,22 @@ class JailedProcess:
         if spec.jail.home_mb and running_as_root():
             for path in (self.slot.scratch, *self.private_dirs):
                 cap_tmpfs(self.inside, path, spec.jail.home_mb, spec.jail.home_files)
+
+    def enlist_tree(self, rounds: int = 50) -> None:
+        """Moves every process of the jail into the slot's memory cgroup (none without one),
+        round after round until a look finds them all there: a process forked meanwhile by
+        one not yet moved is moved in the next round, and one forked by a process already
+        there is born there. Raises OSError."""
+        if self.cgroup is None or self._process is None:
+            return
+        root = self._process.pid
+        for _ in range(rounds):
+            tree = [root, *descendants(root)]
+            outside = [pid for pid in tree if not self.cgroup.holds(pid) and running(pid)]
+            if not outside:
+                return
+            self.cgroup.adopt(outside)
+        raise OSError(f"the processes of the jail in {self.slot.name} kept escaping its memory cgroup")
 
     async def read_frame(self, max_bytes: int = HELLO_FRAME_BYTES) -> dict[str, Any]:
         """The next frame the program writes on stdout, of at most max_bytes (what it writes

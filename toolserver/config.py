@@ -67,7 +67,8 @@ class SandboxSettings:
     scratch_root: str = "/var/lib/toolserver/scratch"
     memory_cgroup: str = "auto"       # a memory cgroup per slot caps all of a call's or a session's
                                       # processes together: "auto" (when the host allows it: root and
-                                      # cgroup v1 memory), "required" (refuse to serve without), "off"
+                                      # cgroup v1 memory or cgroup v2 with memory delegated),
+                                      # "required" (refuse to serve without), "off"
     jail_max_processes: int = 64      # firejail --rlimit-nproc, per slot uid
     jail_memory_mb: int = 0           # firejail --rlimit-as for a whole worker; 0: per call only
     hidden_paths: tuple[str, ...] = ()  # extra paths blacklisted inside every jail

@@ -57,7 +57,8 @@ def open_memory_cgroups(settings: CoreSettings) -> tuple[MemoryCgroups | None, C
             return None, Check("memory_cgroup", False, f"required but unavailable: {exc}")
         log.warning("no memory cgroups (%s): each process of a call or session is capped alone", exc)
         return None, Check("memory_cgroup", True, f"unavailable ({exc}): per-process memory limits only")
-    return cgroups, Check("memory_cgroup", True, f"one per slot under {cgroups.parent}")
+    log.info("memory cgroups: %s", cgroups.description)
+    return cgroups, Check("memory_cgroup", True, cgroups.description)
 
 
 async def verify_sandbox(settings: CoreSettings, spec: ZygoteSpec, state: ServerState, probe_slot: Slot,
@@ -68,7 +69,7 @@ async def verify_sandbox(settings: CoreSettings, spec: ZygoteSpec, state: Server
         return
     if settings.sandbox.self_test or spec.insecure_no_sandbox:
         # The probe proves the jail alone (spec has no guard): it forks, writes and spins.
-        cgroup = cgroups.for_slot(probe_slot.name) if cgroups is not None else None
+        cgroup = cgroups.for_slot(probe_slot.name, spec.jail.max_processes) if cgroups is not None else None
         try:
             state.checks += await run_self_test(spec, probe_slot, cgroup)
         finally:

@@ -15,6 +15,8 @@ it refuses) but understands only a tiny language, one statement per line:
         by crash                      the process exits at once (status 1)
         by oom                        allocates until MemoryError, then reports out of
                                       memory on stderr and exits, as Lean does
+        by hogs N                     starts 3 processes that each touch N MB (what a proof's
+                                      code can start), waits for them, then succeeds
         anything else                 succeeds
     #env                              an info message with JSON: instance (random per process),
                                       header, elaborations, uses
@@ -78,6 +80,20 @@ def run_body(lines, first_line, messages, sorries):
             sys.stderr.write("stand-in: crashing on purpose\n")
             sys.stderr.flush()
             os._exit(1)
+        elif proof.startswith("by hogs "):
+            size = int(proof.split()[2]) << 20
+            children = []
+            for _ in range(3):
+                pid = os.fork()
+                if pid == 0:
+                    block = bytearray(size)
+                    for i in range(0, size, 4096):
+                        block[i] = 1
+                    time.sleep(1)
+                    os._exit(0)
+                children.append(pid)
+            for pid in children:
+                os.waitpid(pid, 0)
         elif proof == "by oom":
             hog = []
             try:

@@ -32,14 +32,14 @@ def test_files_that_are_not_base64_read_as_none():
     assert CallReply.from_wire({"id": "r", "outcome": "OK", "files": ["a"]}).files == {}
 
 
-@pytest.mark.parametrize("outcome", ["CRASHED", "ERROR"])
+@pytest.mark.parametrize("outcome", ["CRASHED", "ERROR", "OK"])
 def test_a_call_the_oom_killer_ended_hit_its_memory_limit(outcome):
-    reply = CallReply("r", outcome, error="killed by signal SIGKILL")
+    reply = CallReply("r", outcome, value="[-9, 0]", error="killed by signal SIGKILL")
     reply.note_oom_kills(1, "memory limit of 64 MB exceeded")
-    assert (reply.outcome, reply.error) == ("MEMORY_LIMIT", "memory limit of 64 MB exceeded")
+    assert (reply.outcome, reply.error, reply.value) == ("MEMORY_LIMIT", "memory limit of 64 MB exceeded", "[-9, 0]")
 
 
-@pytest.mark.parametrize("outcome, killed", [("OK", 1), ("TIMEOUT", 2), ("DENIED", 1), ("CRASHED", 0)])
+@pytest.mark.parametrize("outcome, killed", [("OK", 0), ("TIMEOUT", 2), ("DENIED", 1), ("CRASHED", 0)])
 def test_other_ends_stay_what_they_were(outcome, killed):
     reply = CallReply("r", outcome, error="as reported")
     reply.note_oom_kills(killed, "memory limit of 64 MB exceeded")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from sandbox.cgroups import CgroupUnavailable, MemoryCgroups
 from sandbox.jail import JailPolicy
 from sandbox.worker import ZygoteSpec
 from tests.conftest import lent_slots
@@ -327,6 +328,32 @@ async def test_memory_limit_is_reported():
         assert (await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl"), "t", 5000)).outcome == pb.OK
     finally:
         await executor.close()
+
+
+async def test_a_repl_and_what_its_proofs_start_are_capped_together():
+    """A REPL's jail is in its slot's memory cgroup before its header is sent: three
+    processes a proof starts, each under the REPL's memory alone and together past it, end
+    MEMORY_LIMIT, and the REPL is replaced."""
+    try:
+        cgroups = MemoryCgroups.open()
+    except CgroupUnavailable as exc:
+        pytest.skip(f"no memory cgroups here: {exc}")
+    settings = LeanSettings(max_repls=1, memory_mb=300)
+    [slot] = lean_slots(1)
+    executor = LeanExecutor(settings, repl_spec(spec(), settings), [slot], cgroups)
+    await executor.start(standin())
+    try:
+        small = await executor.check(pb.LeanCall(code="theorem s : 1 = 1 := by hogs 20"), "s", 20_000)
+        assert small.outcome == pb.OK
+        cgroup = cgroups.kind(cgroups.parent / slot.name)
+        assert slot.uid in {Path(f"/proc/{pid}").stat().st_uid for pid in cgroup.pids()}  # the REPL is there
+        response = await executor.check(pb.LeanCall(code="theorem h : 1 = 1 := by hogs 150"), "h", 20_000)
+        assert response.outcome == pb.MEMORY_LIMIT, response
+        assert "together" in response.error
+        assert (await executor.check(pb.LeanCall(code="theorem t : 1 = 1 := rfl"), "t", 5000)).outcome == pb.OK
+    finally:
+        await executor.close()
+    assert not cgroup.path.exists()
 
 
 async def test_without_a_toolchain_the_tool_is_unavailable_and_says_how_to_install():

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sandbox.cgroups import MemoryCgroups
 from sandbox.jail import Slot
 from sandbox.worker import ZygoteSpec
 from toolcontract.v1 import toolserver_pb2 as pb
@@ -131,12 +132,15 @@ def _position(entry: dict[str, Any]) -> tuple[int, int]:
 class LeanExecutor(Tool):
     """Checks Lean 4 proofs on pooled, jailed REPLs; serves nothing without a toolchain.
 
-    spec: how a REPL's jail starts (`toolserver.lean.jails.repl_spec`)."""
+    spec: how a REPL's jail starts (`toolserver.lean.jails.repl_spec`); cgroups: where each
+    REPL's slot gets its memory cgroup (None: each process is capped alone)."""
 
     name = "lean"
 
-    def __init__(self, settings: LeanSettings, spec: ZygoteSpec, slots: list[Slot]) -> None:
+    def __init__(self, settings: LeanSettings, spec: ZygoteSpec, slots: list[Slot],
+                 cgroups: MemoryCgroups | None = None) -> None:
         self.settings = settings
+        self.cgroups = cgroups
         self.jail_spec = spec
         self.slots = slots[:settings.max_repls]
         self.ready = False
@@ -167,7 +171,7 @@ class LeanExecutor(Tool):
         self.pool = ReplPool(self.jail_spec, self.slots, self.toolchain, start_timeout_s=settings.start_timeout_s,
                              max_queue=settings.max_queue,
                              idle_evict_s=settings.idle_evict_s, recycle_after=settings.recycle_after,
-                             keep_headers=prewarm)
+                             keep_headers=prewarm, cgroups=self.cgroups)
         self.prewarm_errors = await self.pool.start(prewarm)
         for error in self.prewarm_errors:
             log.warning("lean: pre-warming failed: %s", error)
@@ -317,7 +321,7 @@ async def build_lean(context: BuildContext, stack: AsyncExitStack) -> LeanExecut
     toolchain is here (else it serves nothing and says why)."""
     settings = context.settings.section(LeanSettings)
     slots = context.slots.take(settings.slots().wanted)  # none when it is off
-    lean = LeanExecutor(settings, repl_spec(context.sandbox, settings), slots)
+    lean = LeanExecutor(settings, repl_spec(context.sandbox, settings), slots, context.cgroups)
     stack.push_async_callback(lean.close)
     await lean.start()
     return lean

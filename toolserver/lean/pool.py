@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from sandbox.cgroups import MemoryCgroup, MemoryCgroups, SlotCgroups
 from sandbox.jail import Slot
 from sandbox.worker import ZygoteSpec
 from toolserver.errors import Exhausted, Unavailable
@@ -63,7 +64,7 @@ class _Place:
 class ReplPool:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], toolchain: Toolchain, *, start_timeout_s: float,
                  idle_evict_s: float, recycle_after: int, keep_headers: tuple[Header, ...] = (),
-                 max_queue: int = 256) -> None:
+                 max_queue: int = 256, cgroups: MemoryCgroups | None = None) -> None:
         if not slots:
             raise ValueError("the Lean pool needs at least one sandbox slot")
         self.spec = spec
@@ -79,6 +80,7 @@ class ReplPool:
         self._sweeper: asyncio.Task[None] | None = None
         self._closed = False
         self._counts: Counter[str] = Counter()
+        self._slot_cgroups = SlotCgroups(cgroups, spec.jail.max_processes)
 
     async def start(self, prewarm: tuple[Header, ...] = ()) -> list[str]:
         """Starts the idle sweeper and one REPL per pre-warmed header; returns the
@@ -144,6 +146,11 @@ class ReplPool:
             if exc.out_of_memory:
                 return ReplOutcome("MEMORY_LIMIT", {}, f"the Lean REPL ran out of memory: {exc}", needs_start)
             return ReplOutcome("CRASHED", {}, f"{exc}; the REPL was replaced", needs_start)
+        if repl.memory_exceeded():
+            self._counts["restarts"] += 1
+            self._replace(place, header)
+            return ReplOutcome("MEMORY_LIMIT", {}, f"memory limit of {self.spec.jail.memory_mb} MB exceeded by the "
+                               "Lean REPL's processes together; the REPL was replaced", needs_start)
         if self.recycle_after and repl.uses >= self.recycle_after:
             self._counts["recycled"] += 1
             self._replace(place, header)
@@ -177,6 +184,7 @@ class ReplPool:
             await asyncio.sleep(0.01)
         for place in self._places:
             place.repl = None
+        self._slot_cgroups.remove_all()
 
     async def _acquire(self, header: Header) -> tuple[_Place, bool]:
         """A place this call now owns, and whether a REPL must be started in it. Calls
@@ -246,7 +254,11 @@ class ReplPool:
         if place.repl is not None:
             await place.repl.kill()
             place.repl = None
-        repl = LeanRepl(self.spec, place.slot, self.toolchain, header)
+        try:
+            cgroup = await asyncio.get_running_loop().run_in_executor(None, self._slot_cgroup, place.slot)
+        except OSError as exc:
+            raise ReplLost(f"the slot's memory cgroup cannot be made: {exc}") from exc
+        repl = LeanRepl(self.spec, place.slot, self.toolchain, header, cgroup)
         try:
             await repl.start(self.start_timeout_s)
         except BaseException:
@@ -257,6 +269,14 @@ class ReplPool:
             raise ReplLost("the Lean pool is shutting down")
         place.repl = repl
         self._counts["starts"] += 1
+
+    def _slot_cgroup(self, slot: Slot) -> MemoryCgroup | None:
+        """The slot's memory cgroup (None without them), capped at the REPL's memory: its
+        processes together, whatever a proof's code starts included. Raises OSError."""
+        cgroup = self._slot_cgroups.of(slot.name)
+        if cgroup is not None:
+            cgroup.set_limit_mb(self.spec.jail.memory_mb)
+        return cgroup
 
     def _release(self, place: _Place) -> None:
         place.busy = False

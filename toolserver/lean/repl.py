@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from sandbox.cgroups import MemoryCgroup
 from sandbox.jail import Slot
 from sandbox.slots import prepare_scratch
 from sandbox.worker import JailedProcess, ZygoteSpec, confined_program, spawn_jailed
@@ -64,14 +65,26 @@ class LeanRepl(JailedProcess):
 
     label = "lean repl"
 
-    def __init__(self, spec: ZygoteSpec, slot: Slot, toolchain: Toolchain, header: Header) -> None:
-        super().__init__(slot)
+    def __init__(self, spec: ZygoteSpec, slot: Slot, toolchain: Toolchain, header: Header,
+                 cgroup: MemoryCgroup | None = None) -> None:
+        super().__init__(slot, cgroup)
         self.spec = spec
         self.toolchain = toolchain
         self.header = header
         self.header_env: int | None = None
         self.uses = 0
         self.last_used = time.monotonic()
+        self._oom_kills = 0  # of the slot's memory cgroup, when last looked at
+
+    def memory_exceeded(self) -> bool:
+        """Whether the OOM killer ended a process of the REPL's memory cgroup since the last
+        look (the REPL, or what a proof's code started: together over the cap)."""
+        if self.cgroup is None:
+            return False
+        kills = self.cgroup.oom_kills()
+        exceeded = kills > self._oom_kills
+        self._oom_kills = kills
+        return exceeded
 
     def looks_out_of_memory(self) -> bool:
         tail = self.stderr_tail.lower()
@@ -93,6 +106,13 @@ class LeanRepl(JailedProcess):
         except OSError as exc:
             raise ReplLost(f"cannot start the Lean REPL: {exc}") from exc
         self._watch_stderr()
+        if self.cgroup is not None:  # before the header: the first thing a caller chose
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, self.enlist_tree)
+            except OSError as exc:
+                await self.kill()
+                raise ReplLost(f"the Lean REPL could not join its memory cgroup: {exc}") from exc
+            self._oom_kills = self.cgroup.oom_kills()
         try:
             answer = await self.send({"cmd": self.header.command}, timeout_s)
         except ReplLost as exc:
@@ -157,7 +177,7 @@ class LeanRepl(JailedProcess):
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
             except (TimeoutError, asyncio.CancelledError):
                 pass
-        return self.looks_out_of_memory()
+        return self.looks_out_of_memory() or self.memory_exceeded()
 
 
 def _parse_answer(lines: list[str]) -> dict[str, Any] | None:

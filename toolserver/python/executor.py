@@ -233,7 +233,7 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
         return PythonExecutor(settings, {}, None)
     scheduler = Scheduler(spare, max_queue=python.max_queue, tool="python", runs_on=RUNS_ON,
                           idle_shrink_s=python.extra_idle_s)
-    slot_cgroups = SlotCgroups(context.cgroups)
+    slot_cgroups = SlotCgroups(context.cgroups, settings.sandbox.jail_max_processes)
     stack.callback(slot_cgroups.remove_all)
     pools = {}
     for name, (spec, slots) in classes.items():

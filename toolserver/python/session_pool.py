@@ -104,7 +104,7 @@ class SessionPool:
         self._starved = 0  # OpenSessions waiting for a session being made
         self.waiting_opens: set[asyncio.Task[Any]] = set()  # their tasks: one whose caller is gone stops there
         self._background: set[asyncio.Task[Any]] = set()
-        self._slot_cgroups = SlotCgroups(cgroups)
+        self._slot_cgroups = SlotCgroups(cgroups, spec.jail.max_processes)
         self._zygote_lock = asyncio.Lock()
 
     async def start(self) -> None:

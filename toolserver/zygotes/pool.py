@@ -63,7 +63,7 @@ class WorkerPool:
         self._background: set[asyncio.Task[Any]] = set()
         self._workers: set[Zygote] = set()
         self._recycle_at: dict[Zygote, int] = {}  # calls after which each worker is replaced
-        self._slot_cgroups = slot_cgroups or SlotCgroups(cgroups)
+        self._slot_cgroups = slot_cgroups or SlotCgroups(cgroups, spec.jail.max_processes)
         self._owns_cgroups = slot_cgroups is None
         self.scheduler = scheduler or Scheduler(max_queue=max_queue)
         self.scheduler.add(name, self)

@@ -34,7 +34,7 @@ async def start_tool_pool(tool: str, context: BuildContext, slots: list[Slot], s
         raise NoPool(f"no sandbox slots are left for {tool} workers (raise [sandbox] slots)")
     if not context.state.serving:
         raise NoPool(context.state.reason)
-    slot_cgroups = SlotCgroups(context.cgroups)
+    slot_cgroups = SlotCgroups(context.cgroups, context.settings.sandbox.jail_max_processes)
     stack.callback(slot_cgroups.remove_all)
     pool = WorkerPool(sandbox_spec(context.settings, runtime), slots, max_queue=max_queue, grace_s=grace_s,
                       recycle_after=recycle_after, name=tool, slot_cgroups=slot_cgroups,

@@ -1,0 +1,85 @@
+"""A call's and a session's processes are capped together, through a real server, on the
+cgroup hierarchy this host has: cgroup v1 on these machines, and cgroup v2 in the guest
+`scripts/cgroup2-vm.sh` boots (tests/integration/test_cgroup2_guest.py runs this module there).
+
+The server is started with `sandbox.memory_cgroup = "required"`: where the test process
+(root, like the server) finds a hierarchy, the server must serve on it, never fall back."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from sandbox.cgroups import CgroupUnavailable, MemoryCgroups
+from tests.conftest import RunningServer
+from toolcontract.v1 import toolserver_pb2 as pb
+
+# Four processes of 200 MB each: every one under the cap alone, all of them over 512 MB.
+FOUR_HOGS = r"""
+import os, time
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(200 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        time.sleep(2)
+        os._exit(0)
+    children.append(pid)
+[os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+"""
+
+
+@pytest.fixture(scope="module")
+def hierarchy() -> MemoryCgroups:
+    try:
+        return MemoryCgroups.open()
+    except CgroupUnavailable as exc:
+        pytest.skip(f"no memory cgroups here: {exc}")
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory, hierarchy):
+    running = RunningServer(tmp_path_factory.mktemp("capped"), workers=1, slim_workers=0, scientific_workers=0,
+                            sessions=1, config='[sandbox]\nmemory_cgroup = "required"\n')
+    yield running
+    running.stop()
+
+
+def test_the_server_proves_the_whole_call_cap_on_the_hierarchy_it_found(capped, hierarchy):
+    with capped.client() as client:
+        info = client.server_info()
+    checks = {check.name: check for check in info.checks}
+    assert info.serving and info.sandbox_verified, info
+    assert checks["memory_cgroup"].ok and checks["whole_call_memory_cap"].ok, checks
+    assert checks["memory_cgroup"].detail.startswith(f"cgroup {hierarchy.kind.hierarchy}")
+    assert f"memory cgroups: cgroup {hierarchy.kind.hierarchy}" in capped.output()
+
+
+def test_a_calls_processes_past_its_cap_together_are_a_memory_limit(capped):
+    with capped.client() as client:
+        over = client.run_python(FOUR_HOGS, memory_mb=512, timeout_ms=60_000, timeout_s=120)
+        assert over.outcome == pb.MEMORY_LIMIT, over
+        assert "together" in over.error
+        assert client.run_python("1 + 1").python.value == "2"  # the server serves on
+        under = client.run_python(FOUR_HOGS, memory_mb=1024, timeout_ms=60_000, timeout_s=120)
+        assert under.outcome == pb.OK, under
+        assert ast.literal_eval(under.python.value) == [0, 0, 0, 0]
+
+
+def test_a_sessions_processes_past_its_cap_together_are_a_memory_limit(capped):
+    with capped.client() as client:
+        for memory_mb, outcome in ((512, pb.MEMORY_LIMIT), (1024, pb.OK)):
+            session = client.open_session(memory_mb=memory_mb)
+            try:
+                reply = client.run_python(FOUR_HOGS, session_id=session.session_id, timeout_ms=60_000,
+                                          timeout_s=120)
+                assert reply.outcome == outcome, reply
+                if outcome == pb.OK:
+                    assert ast.literal_eval(reply.python.value) == [0, 0, 0, 0]
+                again = client.run_python("sum(range(10))", session_id=session.session_id)
+                assert again.python.value == "45"  # the session serves on
+            finally:
+                client.close_session(session.session_id)
