@@ -68,6 +68,7 @@ def jail_command(policy: JailPolicy, slot: Slot, program: list[str], keep_fds: t
         "--read-only=/",
     ]
     argv.append(f"--read-write={scratch}")
+    argv += [f"--nowhitelist={path}" for path in host_tmp_sockets()]
     argv += [f"--blacklist={path}" for path in policy.hidden_paths if path]
     argv += [
         f"--rlimit-nproc={policy.max_processes}",
@@ -79,6 +80,15 @@ def jail_command(policy: JailPolicy, slot: Slot, program: list[str], keep_fds: t
     if keep_fds:
         argv.append("--keep-fd=" + ",".join(map(str, keep_fds)))
     return argv + program
+
+
+def host_tmp_sockets(tmp: Path = Path("/tmp")) -> list[str]:
+    """The places in the host's /tmp that firejail's --private-tmp would carry into the
+    jail's: the X11 sockets' directory (systemd makes /tmp/.X11-unix on every boot, so a
+    jail would reach the host's display servers), sndio's and PulseAudio's. Each is passed
+    to --nowhitelist: the jail's /tmp starts empty."""
+    pulse = sorted(str(path) for path in tmp.glob("pulse-*"))
+    return [str(tmp / ".X11-unix"), str(tmp / "sndio"), *pulse]
 
 
 def jail_environment(slot: Slot, interpreter: str = "") -> dict[str, str]:

@@ -7,6 +7,9 @@ TOOLSERVER_EXTRAS="${TOOLSERVER_EXTRAS:-dev,http,mcp,dense,trainer,hf,verl,trl,s
 if [ "$(id -u)" -eq 0 ]; then "${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin/toolserver" setup-sandbox; fi
 # podman, runc and debootstrap for tests/container/ (marker container), which build the image themselves.
 if [ "$(id -u)" -eq 0 ]; then bash "$ROOT/deploy/build-local.sh" --tools; fi
+# qemu and the cgroup v2 guest's image for tests/integration/test_cgroup2_guest.py (marker vm):
+# built once (about a minute) and cached under /var/cache/toolserver/cgroup2-vm.
+if [ "$(id -u)" -eq 0 ]; then bash "$ROOT/scripts/cgroup2-vm.sh" build; fi
 cd "$ROOT"
 VENV_BIN="${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin"
 # The lint and type gates (their configuration: [tool.ruff] and [tool.mypy] in pyproject.toml).

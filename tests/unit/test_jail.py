@@ -1,6 +1,11 @@
+import os
+import subprocess
 from pathlib import Path
 
-from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
+import pytest
+
+from sandbox.jail import JailPolicy, Slot, firejail_path, jail_command, jail_environment
+from sandbox.slots import prepare_scratch
 
 SLOT = Slot("tsbox3", 1003, 1003, Path("/var/lib/toolserver/scratch/tsbox3"))
 
@@ -32,3 +37,26 @@ def test_environment_carries_nothing_of_the_server(monkeypatch):
     env = jail_environment(SLOT)
     assert "SECRET_TOKEN" not in env
     assert env["HOME"] == str(SLOT.scratch) and env["OPENBLAS_NUM_THREADS"] == "1"
+
+
+def test_the_hosts_x11_and_sound_sockets_do_not_reach_a_jails_tmp(sandbox_slots, tmp_path):
+    """firejail's --private-tmp carries the host's /tmp/.X11-unix (made by systemd on every
+    boot) and /tmp/pulse-* into the jail; the jail's /tmp starts empty all the same."""
+    if os.geteuid() != 0 or firejail_path(JailPolicy()) is None:
+        pytest.skip("needs root and firejail")
+    [slot] = sandbox_slots(1)
+    prepare_scratch(slot)
+    made = []
+    for place in (Path("/tmp/.X11-unix"), Path(f"/tmp/pulse-test{os.getpid()}")):
+        if not place.exists():
+            place.mkdir(mode=0o1777)
+            made.append(place)
+    try:
+        listed = subprocess.run(jail_command(JailPolicy(), slot, ["/bin/ls", "-A", "/tmp"]), user=slot.uid,
+                                group=slot.gid, extra_groups=[], env=jail_environment(slot), cwd="/",
+                                capture_output=True, text=True, timeout=60)
+    finally:
+        for place in made:
+            place.rmdir()
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == ""
