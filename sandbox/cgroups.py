@@ -316,8 +316,9 @@ class MemoryCgroups:
         held = delegate_controllers(base, unified)
         parent = base / GROUP
         make_group(parent)
-        delegate_controllers(parent, unified)
-        where = "at the root" if unified == "/" else f"in {unified}, delegated"
+        delegate_controllers(parent, f"{unified.rstrip('/')}/{GROUP}")
+        moved = own_unified_cgroup() != unified
+        where = f"below {unified}" + (f", whose processes moved into {SERVER_LEAF}" if moved else "")
         caps = "memory.max, memory.swap.max 0" + (", pids.max" if "pids" in held else "; no pids controller")
         return cls(parent, V2MemoryCgroup, f"cgroup v2 ({where}): a cgroup per slot under {parent} ({caps})")
 
