@@ -24,6 +24,7 @@ GUEST_TESTS = ("test_on_cgroup_v2_a_slot_has_no_swap_and_a_process_cap",
                "test_the_server_proves_the_whole_call_cap_on_the_hierarchy_it_found",
                "test_a_calls_processes_past_its_cap_together_are_a_memory_limit",
                "test_a_sessions_processes_past_its_cap_together_are_a_memory_limit",
+               "test_a_bash_scripts_processes_past_its_cap_together_are_a_memory_limit",
                "test_a_repl_and_what_its_proofs_start_are_capped_together")
 
 pytestmark = [pytest.mark.vm, pytest.mark.timeout(2400)]

@@ -43,7 +43,9 @@ def hierarchy() -> MemoryCgroups:
 @pytest.fixture(scope="module")
 def capped(tmp_path_factory, hierarchy):
     running = RunningServer(tmp_path_factory.mktemp("capped"), workers=1, slim_workers=0, scientific_workers=0,
-                            sessions=1, config='[sandbox]\nmemory_cgroup = "required"\n')
+                            sessions=1, extra_slots=1,
+                            config='[sandbox]\nmemory_cgroup = "required"\n[lean]\nenabled = false\n'
+                                   '[cpp]\nenabled = false\n')
     yield running
     running.stop()
 
@@ -83,3 +85,15 @@ def test_a_sessions_processes_past_its_cap_together_are_a_memory_limit(capped):
                 assert again.python.value == "45"  # the session serves on
             finally:
                 client.close_session(session.session_id)
+
+
+def test_a_bash_scripts_processes_past_its_cap_together_are_a_memory_limit(capped):
+    """The bash tool's workers run on the same slot cgroups (as the C++ tool's do)."""
+    script = ("for i in 1 2 3 4; do python3 -c 'import time; b = bytearray(200 << 20); "
+              "[b.__setitem__(i, 1) for i in range(0, len(b), 4096)]; time.sleep(2)' & done; wait")
+    with capped.client() as client:
+        for memory_mb, outcome in ((512, pb.MEMORY_LIMIT), (1024, pb.OK)):
+            reply = client.execute(pb.ExecuteRequest(bash=pb.BashCall(script=script),
+                                                     limits=pb.Limits(memory_mb=memory_mb, timeout_ms=60_000)),
+                                   timeout_s=120)
+            assert reply.outcome == outcome, reply
