@@ -199,10 +199,14 @@ def processes_of_uid(uid: int) -> list[int]:
 
 def uids_of(pid: int) -> tuple[int, ...]:
     """The real and effective uid of process pid, read from its status (a non-dumpable
-    process's /proc entry is owned by root); () once it is gone."""
+    process's /proc entry is owned by root); () once it is gone or has exited: a zombie
+    runs nothing and cannot be killed, and waiting for its parent to reap it would hold
+    every kill of a jail for all its rounds."""
     try:
         with open(f"/proc/{pid}/status") as status:
             for line in status:
+                if line.startswith("State:") and line.split()[1] in ("Z", "X"):
+                    return ()
                 if line.startswith("Uid:"):
                     return tuple(int(value) for value in line.split()[1:3])
     except (FileNotFoundError, ProcessLookupError):

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ import pytest
 import sandbox.pidfds
 from sandbox.jail import JailPolicy, Slot
 from sandbox.selftest import check_slot_control, failed, run_self_test
-from sandbox.slots import processes_of_uid
+from sandbox.slots import kill_slot_processes, processes_of_uid
 from sandbox.worker import ZygoteSpec
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="slot users and killing their processes need root")
@@ -60,3 +63,25 @@ async def test_the_self_test_returns_the_failed_check_without_starting_a_jail(tm
     checks = await run_self_test(dataclasses.replace(spec, guard=None), slot)
     assert [(c.name, c.ok) for c in checks] == [("slot_scratch", False)]
     assert not Path(slot.scratch).exists()
+
+
+@needs_root
+def test_a_zombie_of_the_slot_is_not_a_process_to_kill(sandbox_slots):
+    """A process that exited but is not reaped yet runs nothing and cannot be killed: the
+    kill of a slot signals the live process once and does not wait for the zombie's reaping."""
+    (slot,) = sandbox_slots(1)
+    parent = subprocess.Popen([sys.executable, "-c", "import os, sys, time\nif os.fork() == 0:\n    os._exit(0)\n"
+                               "print(flush=True)\ntime.sleep(60)"], user=slot.uid, group=slot.gid, extra_groups=[],
+                              stdout=subprocess.PIPE)
+    try:
+        parent.stdout.readline()  # its child has forked; it exits at once and stays a zombie
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and processes_of_uid(slot.uid) != [parent.pid]:
+            time.sleep(0.01)
+        assert processes_of_uid(slot.uid) == [parent.pid]
+        assert kill_slot_processes(slot) == 1
+        assert parent.wait(10) == -signal.SIGKILL
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
