@@ -127,14 +127,15 @@ class RunningServer:
     """A real server process on slots lent by SLOTS until it stops; extra_slots are
     for the tools that take what the python workers leave (Lean REPLs, C++ and bash
     workers, in that order) and for the python pools' growth. As the default config does, it runs as many slim workers as
-    warm ones unless slim_workers says otherwise, and one scientific worker unless
-    scientific_workers says otherwise (each costs seconds to start). Its slots in order:
+    warm ones unless slim_workers says otherwise, and no scientific worker unless
+    scientific_workers says so (one takes 2.5 s of CPU to start here, the longest part of
+    a start; calls that import the data stack then run on warm workers). Its slots in order:
     the self-test's, the warm workers', the sessions', the slim workers', the scientific
     workers', the rest."""
 
     def __init__(self, tmp: Path, *, workers: int = 2, sessions: int = 0, extra_slots: int = 0,
                  args: tuple[str, ...] = (), config: str = "", slim_workers: int | None = None,
-                 scientific_workers: int = 1) -> None:
+                 scientific_workers: int = 0) -> None:
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         path = tmp / f"config-{self.port}.toml"
@@ -220,7 +221,7 @@ class RunningServer:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    running = RunningServer(tmp_path_factory.mktemp("server"), workers=2, sessions=2)
+    running = RunningServer(tmp_path_factory.mktemp("server"), workers=2, sessions=2, scientific_workers=1)
     yield running
     running.stop()
 
