@@ -83,7 +83,7 @@ def mtls_server(tmp_path_factory, tls_files):
 def guarded_server(tmp_path_factory):
     """A server whose default import profile is "guarded": the Python-level guard refuses
     native memory, new processes and the network on top of the jail."""
-    running = RunningServer(tmp_path_factory.mktemp("guarded"), workers=1, sessions=1,
+    running = RunningServer(tmp_path_factory.mktemp("guarded"), workers=1, sessions=1, scientific_workers=1,
                             config='[python]\nimport_profile = "guarded"\n')
     yield running
     running.stop()
