@@ -201,8 +201,9 @@ def test_a_sessions_processes_share_its_memory_and_daemons_die_with_it(jail_clie
         response = in_session(jail_client, session.session_id, FORKED_HOGS, timeout_ms=30000)
         assert response.outcome == pb.MEMORY_LIMIT and "together" in response.error, response
         assert eval(response.python.value).count(-9) >= 2
-        daemon = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-                  "        while True: time.sleep(1)\n    os._exit(0)\n'started'")
+        # Double-forked: the intermediate has forked the daemon by the time the cell reaps it.
+        daemon = ("import os, time\nfirst = os.fork()\nif first == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+                  "        while True: time.sleep(1)\n    os._exit(0)\nos.waitpid(first, 0)\n'started'")
         assert in_session(jail_client, session.session_id, daemon).python.value == "'started'"
         # Its own and the daemon; its jail (firejail and its holder) may serve the next session, recycled.
         session_processes = {pid for pid in processes_of_uid(uid) if not is_the_jails_own(pid)}
