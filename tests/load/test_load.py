@@ -21,7 +21,7 @@ from toolclient.client import AsyncToolClient, python_request
 from toolcontract.v1 import toolserver_pb2 as pb
 
 CALLS = 20_000
-HTTP_CALLS = 10_000  # through /run_code, among hostile clients: each costs the front a request and a JSON body
+HTTP_CALLS = 5_000  # through /run_code, among hostile clients (the 20,000 gRPC calls hold the workers to no growth)
 CONCURRENCY = 256
 HOSTILE_SHARE = 0.05
 SEARCH_SHARE = 0.10
