@@ -57,9 +57,10 @@ class MemoryCgroup:
         self.limit_mb = 0
 
     def prepare(self, max_processes: int) -> None:
-        """Makes a new (or an earlier server's) cgroup empty of memory caps, swap off, and
-        caps its processes where the hierarchy can; raises OSError."""
-        raise NotImplementedError
+        """Makes a new (or an earlier server's) cgroup empty of memory caps; a hierarchy that
+        can also turns swap off and caps its processes. Raises OSError."""
+        self.limit_mb = -1  # unknown: whatever an earlier server left
+        self.set_limit_mb(0)
 
     def adopt(self, pids: list[int]) -> None:
         """Moves pids (a jail's processes) into this cgroup; gone processes are skipped."""
@@ -186,16 +187,9 @@ class V1MemoryCgroup(MemoryCgroup):
 
     hierarchy = "v1"
 
-    def prepare(self, max_processes: int) -> None:
-        self.limit_mb = -1  # unknown: whatever an earlier server left
-        self.set_limit_mb(0)
-
     def path_in(self, proc_cgroup: list[str]) -> Path | None:
-        for line in proc_cgroup:
-            _, controllers, path = line.split(":", 2)
-            if "memory" in controllers.split(","):
-                return V1_ROOT / path.lstrip("/")
-        return None
+        path = v1_memory_path(proc_cgroup)
+        return None if path is None else V1_ROOT / path.lstrip("/")
 
     def reset_charge(self) -> None:
         """Also zeroes the cgroup's peak and its count of refused charges: the next session
@@ -243,19 +237,15 @@ class V2MemoryCgroup(MemoryCgroup):
     hierarchy = "v2"
 
     def prepare(self, max_processes: int) -> None:
-        self.limit_mb = -1  # unknown: whatever an earlier server left
-        self.set_limit_mb(0)
+        super().prepare(max_processes)
         if (self.path / "memory.swap.max").exists():
             (self.path / "memory.swap.max").write_text("0")
         if max_processes and (self.path / "pids.max").exists():
             (self.path / "pids.max").write_text(str(max_processes))
 
     def path_in(self, proc_cgroup: list[str]) -> Path | None:
-        for line in proc_cgroup:
-            hierarchy, _, path = line.split(":", 2)
-            if hierarchy == "0":
-                return V2_ROOT / path.lstrip("/")
-        return None
+        path = unified_path(proc_cgroup)
+        return None if path is None else V2_ROOT / path.lstrip("/")
 
     def reset_charge(self) -> None:
         """cgroup v2 keeps its peak and event counts for the cgroup's life (the server reads
@@ -414,15 +404,7 @@ def own_memory_cgroup() -> str | None:
     """This process's path in the v1 memory hierarchy, when that hierarchy is mounted."""
     if not (V1_ROOT / "cgroup.procs").exists():
         return None
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(","):
-            return path
-    return None
+    return v1_memory_path(own_cgroup_lines())
 
 
 def own_unified_cgroup() -> str | None:
@@ -430,8 +412,25 @@ def own_unified_cgroup() -> str | None:
     /sys/fs/cgroup."""
     if not (V2_ROOT / "cgroup.controllers").exists():
         return None
+    return unified_path(own_cgroup_lines())
+
+
+def own_cgroup_lines() -> list[str]:
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        return Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
-        return None
-    return next((line.split(":", 2)[2] for line in lines if line.startswith("0::")), None)
+        return []
+
+
+def v1_memory_path(proc_cgroup: list[str]) -> str | None:
+    """The path of the v1 memory hierarchy's cgroup that /proc/PID/cgroup lines name."""
+    for line in proc_cgroup:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return path
+    return None
+
+
+def unified_path(proc_cgroup: list[str]) -> str | None:
+    """The path of the unified (v2) hierarchy's cgroup that /proc/PID/cgroup lines name."""
+    return next((line.split(":", 2)[2] for line in proc_cgroup if line.startswith("0::")), None)

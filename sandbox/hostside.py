@@ -41,16 +41,6 @@ def descendants(root: int) -> list[int]:
     return sorted(children_of({root}))
 
 
-def running(pid: int) -> bool:
-    """Whether process pid exists and has not exited (a zombie cannot move cgroups)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            state = stat.read().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 def namespace_pid(pid: int) -> int | None:
     """pid as the jail's own pid namespace numbers it (the last NSpid entry)."""
     try:

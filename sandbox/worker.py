@@ -24,17 +24,9 @@ from typing import Any
 
 from sandbox.calls import CallReply, CallRequest, reply_frame_bytes
 from sandbox.cgroups import MemoryCgroup
-from sandbox.hostside import (
-    cap_tmpfs,
-    descendants,
-    host_pid,
-    in_other_mount_namespace,
-    is_own_mount,
-    namespace_pid,
-    running,
-)
+from sandbox.hostside import cap_tmpfs, descendants, host_pid, in_other_mount_namespace, is_own_mount, namespace_pid
 from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
-from sandbox.slots import kill_slot_processes, running_as_root
+from sandbox.slots import kill_slot_processes, running_as_root, uids_of
 
 log = logging.getLogger(__name__)
 
@@ -280,7 +272,8 @@ class JailedProcess:
         root = self._process.pid
         for _ in range(rounds):
             tree = [root, *descendants(root)]
-            outside = [pid for pid in tree if not self.cgroup.holds(pid) and running(pid)]
+            # uids_of: () for a process gone or exited (a zombie cannot move cgroups)
+            outside = [pid for pid in tree if uids_of(pid) and not self.cgroup.holds(pid)]
             if not outside:
                 return
             self.cgroup.adopt(outside)

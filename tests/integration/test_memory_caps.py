@@ -13,23 +13,10 @@ import pytest
 
 from sandbox.cgroups import CgroupUnavailable, MemoryCgroups
 from tests.conftest import RunningServer
+from tests.security.test_isolation import forked_hogs
 from toolcontract.v1 import toolserver_pb2 as pb
 
-# Four processes of 200 MB each: every one under the cap alone, all of them over 512 MB.
-FOUR_HOGS = r"""
-import os, time
-children = []
-for _ in range(4):
-    pid = os.fork()
-    if pid == 0:
-        block = bytearray(200 << 20)
-        for i in range(0, len(block), 4096):
-            block[i] = 1
-        time.sleep(2)
-        os._exit(0)
-    children.append(pid)
-[os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
-"""
+FOUR_HOGS = forked_hogs(200)  # every one under the cap alone, all of them over 512 MB
 
 
 @pytest.fixture(scope="module")

@@ -151,13 +151,16 @@ def test_every_namespace_firejail_can_make_is_the_jails_own(jail_client):
 
 # --- one memory limit over every process ---------------------------------------------------
 
-FORKED_HOGS = """
+def forked_hogs(megabytes: int) -> str:
+    """A program that starts four processes of megabytes each, each under a call's memory
+    limit alone, and returns their exit statuses, sorted."""
+    return f"""
 import os, time
 children = []
 for _ in range(4):
     pid = os.fork()
     if pid == 0:
-        block = bytearray(150 << 20)
+        block = bytearray({megabytes} << 20)
         for i in range(0, len(block), 4096):
             block[i] = 1
         time.sleep(2)
@@ -165,6 +168,9 @@ for _ in range(4):
     children.append(pid)
 sorted(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children)
 """
+
+
+FORKED_HOGS = forked_hogs(150)
 
 
 def test_a_calls_processes_share_its_memory_limit(jail_client):
