@@ -36,6 +36,9 @@ class CallLimits:
     max_file_mb: int         # RLIMIT_FSIZE
     max_open_files: int      # RLIMIT_NOFILE
     max_scratch_mb: int = 0  # scratch the call may fill before it is killed; 0: not watched
+    address_space_mb: int = 0  # RLIMIT_AS on top of the warm interpreter where it is not memory_mb (0): for
+                               # runtimes that reserve far more than they use (the JVM, V8, Go), whose
+                               # memory the slot's cgroup caps at memory_mb instead
 
 
 def reply_frame_bytes(limits: CallLimits) -> int:

@@ -7,6 +7,9 @@
 #   - the calls' runtime: an environment of its own ($TOOLSERVER_RUNTIME, default
 #     /opt/toolserver/runtime, the server's default python.interpreter) from
 #     sandbox/runtime/requirements.txt, and torch.txt unless TOOLSERVER_RUNTIME_TORCH=0
+#   - the program tool's toolchains (Java, Go, Rust, Node.js, TypeScript): the Debian and
+#     npm packages its language files name (toolserver/program/languages/*.toml), for the
+#     languages whose toolchain does not run yet; TOOLSERVER_LANGUAGES=0 skips them
 #   - the sandbox slot users (root only) and the default search index
 set -euo pipefail
 
@@ -54,6 +57,23 @@ if [ ! -f "$RUNTIME_STAMP" ] || [ "$(cat "$RUNTIME_STAMP")" != "$RUNTIME_WANT" ]
   echo "setup: installing the calls' runtime into $RUNTIME"
   "$RUNTIME/bin/pip" install -q "${REQUIREMENTS[@]/#/-r}"
   echo "$RUNTIME_WANT" > "$RUNTIME_STAMP"
+fi
+
+if [ "${TOOLSERVER_LANGUAGES:-1}" != 0 ]; then
+  TOOLCHAINS=("$VENV/bin/python" -m toolserver.program.toolchains)
+  PACKAGES="$("${TOOLCHAINS[@]}" debian)"
+  if [ -n "$PACKAGES" ]; then
+    echo "setup: installing the program tool's toolchains: $PACKAGES"
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $PACKAGES >/dev/null
+  fi
+  "${TOOLCHAINS[@]}" npm | while read -r PREFIX NPM_PACKAGES; do
+    echo "setup: installing $NPM_PACKAGES into $PREFIX"
+    $SUDO mkdir -p "$PREFIX"
+    # shellcheck disable=SC2086
+    $SUDO npm install -q --no-audit --no-fund --prefix "$PREFIX" $NPM_PACKAGES >/dev/null
+  done
 fi
 
 if [ "$(id -u)" -eq 0 ]; then

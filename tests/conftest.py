@@ -129,7 +129,8 @@ class RunningServer:
     workers, in that order) and for the python pools' growth. As the default config does, it runs as many slim workers as
     warm ones unless slim_workers says otherwise, and no scientific worker unless
     scientific_workers says so (one takes 2.5 s of CPU to start here, the longest part of
-    a start; calls that import the data stack then run on warm workers). Its slots in order:
+    a start; calls that import the data stack then run on warm workers), and no program
+    tool unless config has a [program] table. Its slots in order:
     the self-test's, the warm workers', the sessions', the slim workers', the scientific
     workers', the rest."""
 
@@ -156,6 +157,8 @@ class RunningServer:
             config += f"\n[sessions]\nmax_sessions = {sessions}\n"
         if "[metrics]" not in config:
             config += "\n[metrics]\nport = 0\n"  # any free port: servers run side by side
+        if "[program]" not in config:
+            config += "\n[program]\nenabled = false\n"  # its language probes and workers: for the tests of it
         path.write_text(config)
         cmd = [sys.executable, "-m", "toolserver", "serve", "--port", str(self.port), "--workers", str(workers),
                "--slim-workers", str(self.slim_workers), "--scientific-workers", str(scientific_workers),

@@ -32,10 +32,12 @@ def lean_lines(result: pb.LeanResult) -> list[str]:
 
 
 def cpp_lines(result: pb.CppResult) -> list[str]:
-    """The compile, then each case's verdict; a single run's streams are the answer's own."""
+    """The compile (where the language compiles), then each case's verdict; a single run's
+    streams are the answer's own. The program tool's results have the same shape."""
     compile = result.compile
-    lines = ["compiled" + (" (cached)" if compile.cached else "") if compile.ok
-             else f"compile failed (exit status {compile.exit_code})"]
+    lines = [] if not result.HasField("compile") else [
+        "compiled" + (" (cached)" if compile.cached else "") if compile.ok
+        else f"compile failed (exit status {compile.exit_code})"]
     if len(result.cases) > 1:
         lines.append(f"passed {result.passed} of {len(result.cases)} cases")
         for case in sorted(result.cases, key=lambda case: case.index):
@@ -59,7 +61,8 @@ def json_lines(result: Message) -> list[str]:
 
 # Each tool's lines for its result, by the name of its field of ExecuteResponse's `result`.
 RESULT_LINES: dict[str, Callable[[Any], list[str]]] = {
-    "python": python_lines, "search": search_lines, "lean": lean_lines, "cpp": cpp_lines, "bash": bash_lines}
+    "python": python_lines, "search": search_lines, "lean": lean_lines, "cpp": cpp_lines, "bash": bash_lines,
+    "program": cpp_lines}
 
 
 def answer_text(response: pb.ExecuteResponse, max_chars: int = 0) -> str:

@@ -57,6 +57,12 @@ class Tool(ABC):
         """Calls it runs at once when none waits (fronts that report a pool's size)."""
         return 0
 
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The names of the languages it runs beside its own name, as fronts that take a
+        language (SandboxFusion's /run_code, code-judge's `type`) send them."""
+        return ()
+
     @abstractmethod
     def call_from_json(self, arguments: str) -> Any:
         """The call a JsonCall's arguments ask for; raises InvalidRequest."""
@@ -164,6 +170,10 @@ class ToolRegistry:
         if kind == "json":
             return tool, tool.call_from_json(request.json.arguments)
         return tool, tool.call_from_request(request)
+
+    def language_tool(self, language: str) -> Tool | None:
+        """The tool that says it runs language (`Tool.languages`), if one does."""
+        return next((tool for tool in self if language in tool.languages), None)
 
     def session_tool(self) -> Tool:
         """The tool whose sessions OpenSession and CloseSession reach."""

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
-from toolserver import bash, cpp, lean, python, search
+from toolserver import bash, cpp, lean, program, python, search
 from toolserver.registry import BuildContext, ToolPackage, ToolRegistry
 
-# In the order their slots are handed out: Lean REPLs, C++ and bash workers take what python leaves.
+# In the order their slots are handed out: Lean REPLs, C++, bash and program workers take what python leaves.
 TOOLS: tuple[ToolPackage, ...] = (
     python.TOOL,
     search.TOOL,
     lean.TOOL,
     cpp.TOOL,
     bash.TOOL,
+    program.TOOL,
 )
 
 # The tools' settings sections, by table name, and their callers' rules, by tool.

@@ -13,9 +13,10 @@ REAL_EXIT = os._exit  # a call's process replaces os._exit by the zygote's exit_
 
 
 def set_limits(request, baseline_kb):
-    """The call's rlimits: its memory above the zygote's own address space (baseline_kb),
-    CPU seconds a second past its wall time, processes, file size, open files, no core."""
-    memory = (baseline_kb * 1024) + request["memory_mb"] * 1024 * 1024
+    """The call's rlimits: its memory above the zygote's own address space (baseline_kb)
+    (its address_space_mb where it has one), CPU seconds a second past its wall time,
+    processes, file size, open files, no core."""
+    memory = (baseline_kb * 1024) + (request["address_space_mb"] or request["memory_mb"]) * 1024 * 1024
     cpu = max(1, -(-request["timeout_ms"] // 1000) + 1)
     limits = [
         (resource.RLIMIT_AS, memory),

@@ -5,8 +5,14 @@ sandbox.calls.CallReply."""
 
 import json
 import os
+import re
 import signal
 import traceback
+
+# A Python MemoryError (or a subclass: numpy's _ArrayMemoryError) in a failed call's last
+# output; not the JVM's OutOfMemoryError, whose "unable to create native thread" is the
+# process cap's refusal (a Java program's memory is judged by its language's own markers).
+PYTHON_MEMORY_ERROR = re.compile(r"(?<!OutOf)MemoryError")
 
 
 class Capture:
@@ -117,7 +123,7 @@ def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=Fa
             reply["error"] = f"killed by signal {signal.Signals(sig).name}"
     else:
         reply["outcome"], reply["error"] = program_end(result, reply["exit_code"], request["memory_mb"])
-    if "MemoryError" in reply["stderr"][-4096:] and reply["outcome"] == "ERROR" and not over_scratch:
+    if PYTHON_MEMORY_ERROR.search(reply["stderr"][-4096:]) and reply["outcome"] == "ERROR" and not over_scratch:
         reply["outcome"] = "MEMORY_LIMIT"
         reply["error"] = f"memory limit of {request['memory_mb']} MB exceeded"
     return reply

@@ -77,7 +77,7 @@ FLUSH_GRACE_S = 0.05  # a call past its time: how long it may write out its buff
                       # a tenth of its limit) before its processes are killed
 # The keys of a request frame: the host builds them from sandbox.calls.CallRequest.
 REQUEST_KEYS = ("id", "code", "stdin", "profile", "files", "fetch_files", "timeout_ms", "memory_mb", "max_output_bytes",
-                "max_processes", "max_file_mb", "max_open_files", "max_scratch_mb")
+                "max_processes", "max_file_mb", "max_open_files", "max_scratch_mb", "address_space_mb")
 
 
 class Child:

@@ -24,6 +24,12 @@ def test_a_cpp_submission_becomes_a_cpp_call():
     assert (call.cpp.source, call.cpp.stdin) == ("int main(){}", "1\n")
 
 
+def test_a_submission_of_another_language_becomes_a_program_call():
+    _, call, _ = submission({"type": "java", "solution": "class Main {}", "input": "1\n"}, "item", ("java", "go"))
+    assert call.WhichOneof("call") == "program"
+    assert (call.program.language, call.program.source, call.program.stdin) == ("java", "class Main {}", "1\n")
+
+
 @pytest.mark.parametrize("item, message", [({"type": "java", "solution": ""}, "not supported"),
                                            ({"solution": 3}, "item.solution must be a string"),
                                            ({}, "solution is required"), ([], "JSON object")])

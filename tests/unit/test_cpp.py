@@ -11,12 +11,12 @@ import pytest
 from sandbox.calls import CallLimits, CallReply
 from toolcontract.answer_text import cpp_lines
 from toolcontract.v1 import toolserver_pb2 as pb
-from toolserver.cpp.compiler import BinaryCache, Compiled, Compiler
-from toolserver.cpp.judge import case_result, verdict_of
-from toolserver.cpp.programs import compile_program, run_program
+from toolserver.cpp.programs import compile_program, compile_step, run_program
 from toolserver.cpp.schema import cpp_call_from_json, cpp_tool_spec
 from toolserver.cpp.settings import CppSettings
 from toolserver.errors import ConfigError, InvalidRequest
+from toolserver.judging.compiler import BinaryCache, Compiled, Compiler
+from toolserver.judging.judge import case_result, verdict_of
 from toolserver.settings import load_settings
 from toolserver.zygotes.programs import program_outcome
 
@@ -132,7 +132,7 @@ async def test_calls_asking_for_a_program_that_compiles_wait_for_that_compile():
             await asyncio.sleep(0.05)
             return CallReply(request.id, "OK", files={"main": b"\x7fELF"}, elapsed_us=50_000)
 
-    compiler = Compiler(["/usr/bin/g++"], OnePool(), CallLimits(1, 1, 1, 1, 1, 1), cache_bytes=1 << 20)
+    compiler = Compiler(compile_step(["/usr/bin/g++"]), OnePool(), CallLimits(1, 1, 1, 1, 1, 1), cache_bytes=1 << 20)
     first = asyncio.ensure_future(compiler.compile("int main(){}", 1000, "a"))
     waiting = asyncio.ensure_future(compiler.compile("int main(){}", 1000, "b"))
     await asyncio.sleep(0.01)
@@ -151,7 +151,7 @@ async def test_a_compile_is_cached_for_its_own_caller_only():
             CountingPool.compiles += 1
             return CallReply(request.id, "OK", files={"main": b"\x7fELF"}, elapsed_us=50_000)
 
-    compiler = Compiler(["/usr/bin/g++"], CountingPool(), CallLimits(1, 1, 1, 1, 1, 1), cache_bytes=1 << 20)
+    compiler = Compiler(compile_step(["/usr/bin/g++"]), CountingPool(), CallLimits(1, 1, 1, 1, 1, 1), cache_bytes=1 << 20)
     assert not (await compiler.compile("int main(){}", 1000, "a", owner="alice")).cached
     other = await compiler.compile("int main(){}", 1000, "b", owner="bob")  # bob learns nothing of alice's
     assert not other.cached and other.elapsed_us > 0 and CountingPool.compiles == 2

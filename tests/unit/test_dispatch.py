@@ -72,4 +72,5 @@ def test_refusals_in_a_stream_carry_an_outcome_and_the_status():
 
 def test_server_info_lists_the_tools(dispatcher):
     info = dispatcher.server_info()
-    assert info.serving and [tool.name for tool in info.tools] == ["python", "search", "lean", "cpp", "bash"]
+    assert info.serving and [tool.name for tool in info.tools] == ["python", "search", "lean", "cpp", "bash",
+                                                                       "program"]

@@ -91,7 +91,8 @@ def graph() -> dict[str, set[str]]:
 
 def test_the_walk_sees_the_layers(graph):
     assert "toolserver.registry" in graph["toolserver.fronts.grpc_service"] | graph["toolserver.dispatch"]
-    assert WINGS == ("toolserver.python", "toolserver.search", "toolserver.lean", "toolserver.cpp", "toolserver.bash")
+    assert WINGS == ("toolserver.python", "toolserver.search", "toolserver.lean", "toolserver.cpp", "toolserver.bash",
+                     "toolserver.program")
     assert set(WINGS) <= graph[TOOL_LIST]
     assert "toolserver.python.executor" in graph["toolserver.python"]  # its builder's, inside a function
     assert "sandbox.worker" in graph["toolserver.zygotes.pool"]

@@ -169,8 +169,8 @@ def add_echo(tree: Path) -> None:
     proto += "\nmessage EchoCall { string text = 1; }\nmessage EchoResult { string text = 1; }\n"
     (tree / PROTO).write_text(proto)
     tools = (tree / "toolserver" / "tools.py").read_text()
-    tools = tools.replace("from toolserver import bash, cpp, lean, python, search",
-                          "from toolserver import bash, cpp, echo, lean, python, search")
+    tools = tools.replace("from toolserver import bash, cpp, lean, program, python, search",
+                          "from toolserver import bash, cpp, echo, lean, program, python, search")
     tools = tools.replace("    bash.TOOL,\n", "    bash.TOOL,\n    echo.TOOL,\n")
     (tree / "toolserver" / "tools.py").write_text(tools)
 
@@ -202,7 +202,7 @@ def test_the_change_is_the_package_the_proto_and_one_entry_in_the_tool_list(tree
     assert "toolcontract/v1/toolserver_pb2.py" in changed  # the stubs, regenerated
     added = [line for line in (tree / "toolserver" / "tools.py").read_text().splitlines()
              if line not in (ROOT / "toolserver" / "tools.py").read_text().splitlines()]
-    assert added == ["from toolserver import bash, cpp, echo, lean, python, search", "    echo.TOOL,"]
+    assert added == ["from toolserver import bash, cpp, echo, lean, program, python, search", "    echo.TOOL,"]
 
 
 def test_the_shared_parts_pick_the_new_tool_up(tree, tmp_path):

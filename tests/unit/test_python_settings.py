@@ -38,10 +38,10 @@ def test_worker_slots_count_every_worker_class_and_the_self_test():
 def test_pools_grow_onto_the_slots_nothing_else_takes(monkeypatch):
     monkeypatch.setattr(python_settings, "machine_memory_mb", lambda: 24 * 1024)
     settings = load_settings(None, **SMALL, **{"python.workers": 4, "cpp.workers": 3})  # 13: 12 workers and the self-test
-    # minus the sessions, the Lean REPLs, the C++ workers and the bash one
-    assert settings.python.extra_worker_slots(settings) == 64 - 13 - 4 - 2 - 3 - 1
+    # minus the sessions, the Lean REPLs, the C++ workers, the bash one and the program tool's 2
+    assert settings.python.extra_worker_slots(settings) == 64 - 13 - 4 - 2 - 3 - 1 - 2
     assert extra_slots({"python.workers": 4, "lean.enabled": False, "cpp.enabled": False,
-                        "bash.enabled": False}) == 64 - 13 - 4
+                        "bash.enabled": False, "program.enabled": False}) == 64 - 13 - 4
     assert extra_slots({"python.workers": 4, "python.max_workers": 20}) == 20 - 12
     assert extra_slots({"python.workers": 4, "python.max_workers": 8}) == 0
     monkeypatch.setattr(python_settings, "machine_memory_mb", lambda: 4 * 1024)  # 16 workers at 256 MB each

@@ -17,7 +17,7 @@ def registry(search) -> ToolRegistry:
 
 
 def test_the_contract_names_the_tools():
-    assert TOOL_NAMES == ("python", "search", "lean", "cpp", "bash")
+    assert TOOL_NAMES == ("python", "search", "lean", "cpp", "bash", "program")
 
 
 def test_a_tool_is_registered_once(search):

@@ -63,7 +63,7 @@ FINISHED: Verdict
 SYSTEM_ERROR: Verdict
 
 class ExecuteRequest(_message.Message):
-    __slots__ = ("request_id", "python", "search", "lean", "json", "cpp", "bash", "limits")
+    __slots__ = ("request_id", "python", "search", "lean", "json", "cpp", "bash", "program", "limits")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     PYTHON_FIELD_NUMBER: _ClassVar[int]
     SEARCH_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +71,7 @@ class ExecuteRequest(_message.Message):
     JSON_FIELD_NUMBER: _ClassVar[int]
     CPP_FIELD_NUMBER: _ClassVar[int]
     BASH_FIELD_NUMBER: _ClassVar[int]
+    PROGRAM_FIELD_NUMBER: _ClassVar[int]
     LIMITS_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     python: PythonCall
@@ -79,8 +80,9 @@ class ExecuteRequest(_message.Message):
     json: JsonCall
     cpp: CppCall
     bash: BashCall
+    program: ProgramCall
     limits: Limits
-    def __init__(self, request_id: _Optional[str] = ..., python: _Optional[_Union[PythonCall, _Mapping]] = ..., search: _Optional[_Union[SearchCall, _Mapping]] = ..., lean: _Optional[_Union[LeanCall, _Mapping]] = ..., json: _Optional[_Union[JsonCall, _Mapping]] = ..., cpp: _Optional[_Union[CppCall, _Mapping]] = ..., bash: _Optional[_Union[BashCall, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., python: _Optional[_Union[PythonCall, _Mapping]] = ..., search: _Optional[_Union[SearchCall, _Mapping]] = ..., lean: _Optional[_Union[LeanCall, _Mapping]] = ..., json: _Optional[_Union[JsonCall, _Mapping]] = ..., cpp: _Optional[_Union[CppCall, _Mapping]] = ..., bash: _Optional[_Union[BashCall, _Mapping]] = ..., program: _Optional[_Union[ProgramCall, _Mapping]] = ..., limits: _Optional[_Union[Limits, _Mapping]] = ...) -> None: ...
 
 class Limits(_message.Message):
     __slots__ = ("timeout_ms", "memory_mb", "max_output_bytes")
@@ -155,6 +157,24 @@ class BashCall(_message.Message):
     stdin: str
     def __init__(self, script: _Optional[str] = ..., stdin: _Optional[str] = ...) -> None: ...
 
+class ProgramCall(_message.Message):
+    __slots__ = ("language", "source", "cases", "stdin", "compare", "stop_on_failure", "compile_timeout_ms")
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CASES_FIELD_NUMBER: _ClassVar[int]
+    STDIN_FIELD_NUMBER: _ClassVar[int]
+    COMPARE_FIELD_NUMBER: _ClassVar[int]
+    STOP_ON_FAILURE_FIELD_NUMBER: _ClassVar[int]
+    COMPILE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    language: str
+    source: str
+    cases: _containers.RepeatedCompositeFieldContainer[CppCase]
+    stdin: str
+    compare: Comparison
+    stop_on_failure: bool
+    compile_timeout_ms: int
+    def __init__(self, language: _Optional[str] = ..., source: _Optional[str] = ..., cases: _Optional[_Iterable[_Union[CppCase, _Mapping]]] = ..., stdin: _Optional[str] = ..., compare: _Optional[_Union[Comparison, str]] = ..., stop_on_failure: _Optional[bool] = ..., compile_timeout_ms: _Optional[int] = ...) -> None: ...
+
 class CppCase(_message.Message):
     __slots__ = ("stdin", "expected_stdout")
     STDIN_FIELD_NUMBER: _ClassVar[int]
@@ -172,7 +192,7 @@ class JsonCall(_message.Message):
     def __init__(self, tool: _Optional[str] = ..., arguments: _Optional[str] = ...) -> None: ...
 
 class ExecuteResponse(_message.Message):
-    __slots__ = ("request_id", "outcome", "stdout", "stderr", "error", "truncated", "elapsed_us", "queued_us", "python", "search", "lean", "cpp", "bash")
+    __slots__ = ("request_id", "outcome", "stdout", "stderr", "error", "truncated", "elapsed_us", "queued_us", "python", "search", "lean", "cpp", "bash", "program")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     OUTCOME_FIELD_NUMBER: _ClassVar[int]
     STDOUT_FIELD_NUMBER: _ClassVar[int]
@@ -186,6 +206,7 @@ class ExecuteResponse(_message.Message):
     LEAN_FIELD_NUMBER: _ClassVar[int]
     CPP_FIELD_NUMBER: _ClassVar[int]
     BASH_FIELD_NUMBER: _ClassVar[int]
+    PROGRAM_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     outcome: Outcome
     stdout: str
@@ -199,7 +220,8 @@ class ExecuteResponse(_message.Message):
     lean: LeanResult
     cpp: CppResult
     bash: BashResult
-    def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., error: _Optional[str] = ..., truncated: _Optional[bool] = ..., elapsed_us: _Optional[int] = ..., queued_us: _Optional[int] = ..., python: _Optional[_Union[PythonResult, _Mapping]] = ..., search: _Optional[_Union[SearchResult, _Mapping]] = ..., lean: _Optional[_Union[LeanResult, _Mapping]] = ..., cpp: _Optional[_Union[CppResult, _Mapping]] = ..., bash: _Optional[_Union[BashResult, _Mapping]] = ...) -> None: ...
+    program: CppResult
+    def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., error: _Optional[str] = ..., truncated: _Optional[bool] = ..., elapsed_us: _Optional[int] = ..., queued_us: _Optional[int] = ..., python: _Optional[_Union[PythonResult, _Mapping]] = ..., search: _Optional[_Union[SearchResult, _Mapping]] = ..., lean: _Optional[_Union[LeanResult, _Mapping]] = ..., cpp: _Optional[_Union[CppResult, _Mapping]] = ..., bash: _Optional[_Union[BashResult, _Mapping]] = ..., program: _Optional[_Union[CppResult, _Mapping]] = ...) -> None: ...
 
 class PythonResult(_message.Message):
     __slots__ = ("value", "exit_code", "files")

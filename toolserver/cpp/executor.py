@@ -1,12 +1,9 @@
 """The cpp tool: a CppCall and its Limits in, an ExecuteResponse out.
 
-A call's source is compiled once (`compiler`: in the jail, with the compile's own limits,
-cached by source and flags), then the binary runs once per test case, each run a fresh
-jailed process on the tool's zygotes with the limits the request asked for (time,
-memory, output: the same grant as a python call's), all cases at once as workers free
-up, or in rounds of one per worker with stop_on_failure. Each case is judged
-(`judge`) and answered in the order it finished. A compile that fails is the program's
-fault: the call's Outcome is COMPILE_ERROR with the compiler's messages.
+A call's source is compiled once (`toolserver.judging.compiler`: in the jail, with the
+compile's own limits, cached by source and flags), then the binary runs once per test
+case (`toolserver.judging.cases`: each run a fresh jailed process on the tool's zygotes,
+judged as a competitive-programming judge judges it).
 """
 
 from __future__ import annotations
@@ -16,25 +13,23 @@ import logging
 import subprocess
 from contextlib import AsyncExitStack
 
-from sandbox.calls import CallLimits, CallRequest
+from sandbox.calls import CallLimits
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
-from toolserver.cpp.compiler import COMPILER_OUTPUT_BYTES, Compiled, Compiler
 from toolserver.cpp.gauges import watch_cpp
-from toolserver.cpp.judge import case_result, passed
 from toolserver.cpp.precompiled import precompiled_header
-from toolserver.cpp.programs import BINARY_FILE, run_program
+from toolserver.cpp.programs import BINARY_FILE, compile_step, run_program
 from toolserver.cpp.schema import cpp_call_from_json, cpp_tool_spec
 from toolserver.cpp.settings import CppSettings
 from toolserver.errors import InvalidRequest, ToolUnavailable
+from toolserver.judging.cases import Run, compile_failed, judged, run_cases
+from toolserver.judging.compiler import COMPILER_OUTPUT_BYTES, Compiler
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext
-from toolserver.text import valid_text
 from toolserver.zygotes.pool import WorkerPool
 from toolserver.zygotes.tool import NoPool, PooledTool, start_tool_pool
 
 log = logging.getLogger(__name__)
-COMPILE_FAULTS = ("ERROR", "TIMEOUT", "MEMORY_LIMIT", "OUTPUT_LIMIT")  # a compile that ends so is the program's fault
 
 
 class CppExecutor(PooledTool):
@@ -81,78 +76,12 @@ class CppExecutor(PooledTool):
         timeout_ms = min(call.compile_timeout_ms or cpp.compile_timeout_ms, cpp.max_compile_timeout_ms)
         compiled = await self.compiler.compile(call.source, timeout_ms, request_id, caller.name)
         if not compiled.ok:
-            return compile_failed(request_id, compiled)
+            return compile_failed(request_id, compiled, "cpp")
         cases = list(call.cases) or [pb.CppCase(stdin=call.stdin)]
-        results, queued_us = await self.run_cases(cases, compiled.binary, granted, call, request_id)
-        return judged(request_id, compiled, results, queued_us)
-
-    async def run_cases(self, cases: list[pb.CppCase], binary: bytes, limits: CallLimits, call: pb.CppCall,
-                        request_id: str) -> tuple[list[pb.CppCaseResult], int]:
-        """Each case's result in the order it finished, and the time the runs waited."""
-        assert self.pool is not None
-        program = run_program(limits.memory_mb)
-        results: list[pb.CppCaseResult] = []
-        queued_us = 0
-        step = len(self.pool.slots) if call.stop_on_failure else len(cases)
-        for start in range(0, len(cases), step):
-            indexes = range(start, min(start + step, len(cases)))
-            runs = [asyncio.ensure_future(self.pool.run(CallRequest(f"{request_id}/{index}", program, limits,
-                                                                    stdin=cases[index].stdin,
-                                                                    files={BINARY_FILE: binary})))
-                    for index in indexes]
-            index_of = dict(zip(runs, indexes))
-            try:
-                pending = set(runs)
-                while pending:
-                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    for run in sorted(done, key=index_of.__getitem__):
-                        reply = run.result()
-                        queued_us += reply.queued_us
-                        results.append(case_result(index_of[run], cases[index_of[run]], reply, call.compare))
-            finally:
-                for run in runs:
-                    run.cancel()
-            if call.stop_on_failure and not all(passed(result.verdict) for result in results):
-                results += [pb.CppCaseResult(index=index, verdict=pb.SKIPPED)
-                            for index in range(indexes.stop, len(cases))]
-                break
-        return results, queued_us
-
-
-def compile_result(compiled: Compiled) -> pb.CppCompile:
-    return pb.CppCompile(ok=compiled.ok, cached=compiled.cached, stderr=valid_text(compiled.messages),
-                         exit_code=compiled.exit_code, elapsed_us=max(0, compiled.elapsed_us),
-                         outcome=pb.Outcome.Value(compiled.outcome) if compiled.outcome in pb.Outcome.keys()
-                         else pb.CRASHED)
-
-
-def compile_failed(request_id: str, compiled: Compiled) -> pb.ExecuteResponse:
-    """The answer to a call whose program did not compile (or whose compile's sandbox failed)."""
-    outcome = pb.COMPILE_ERROR if compiled.outcome in COMPILE_FAULTS else pb.CRASHED
-    error = compiled.error if compiled.outcome == "ERROR" else f"compile: {compiled.error}"
-    return pb.ExecuteResponse(request_id=request_id, outcome=outcome, stderr=valid_text(compiled.messages),
-                              error=valid_text(error), elapsed_us=max(0, compiled.elapsed_us),
-                              queued_us=max(0, compiled.queued_us), cpp=pb.CppResult(compile=compile_result(compiled)))
-
-
-def judged(request_id: str, compiled: Compiled, results: list[pb.CppCaseResult], queued_us: int
-           ) -> pb.ExecuteResponse:
-    """The answer to a call whose cases ran: OK unless a run did not end well (the first
-    such case's outcome, in case order); the streams are the run's when there was one."""
-    ordered = sorted(results, key=lambda result: result.index)
-    faults = [result for result in ordered if result.outcome not in (pb.OK, pb.OUTCOME_UNSPECIFIED)]
-    response = pb.ExecuteResponse(
-        request_id=request_id,
-        outcome=faults[0].outcome if faults else pb.OK,
-        error=f"case {faults[0].index}: {faults[0].error}" if faults else "",
-        truncated=any(result.truncated for result in results),
-        elapsed_us=max(0, compiled.elapsed_us) + sum(result.elapsed_us for result in results),
-        queued_us=max(0, compiled.queued_us) + queued_us,
-        cpp=pb.CppResult(compile=compile_result(compiled), cases=results,
-                         passed=sum(passed(result.verdict) for result in results)))
-    if len(results) == 1:
-        response.stdout, response.stderr = results[0].stdout, results[0].stderr
-    return response
+        run = Run(run_program(granted.memory_mb), {BINARY_FILE: compiled.binary})
+        results, queued_us = await run_cases(self.pool, run, cases, granted, call.compare, call.stop_on_failure,
+                                             request_id)
+        return judged(request_id, compiled, results, queued_us, "cpp")
 
 
 def compiler_version(command: str) -> str:
@@ -192,7 +121,8 @@ async def build_cpp(context: BuildContext, stack: AsyncExitStack) -> CppExecutor
         directory = await asyncio.get_running_loop().run_in_executor(None, precompiled_header, command,
                                                                      cpp.precompiled_dir)
         command += ["-I", directory] if directory else []
-    executor = CppExecutor(settings, pool, Compiler(command, pool, compile_limits, cpp.cache_mb << 20), name)
+    executor = CppExecutor(settings, pool, Compiler(compile_step(command), pool, compile_limits, cpp.cache_mb << 20),
+                           name)
     watch_cpp(context.metrics, executor)
     log.info("cpp: %s, %d workers", name, len(slots))
     return executor

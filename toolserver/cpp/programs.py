@@ -8,6 +8,7 @@ sent with the call) and execs it with the case's stdin, under its memory limit.
 
 from __future__ import annotations
 
+from toolserver.judging.compiler import CompileStep
 from toolserver.zygotes.programs import exec_program
 
 SOURCE_FILE = "main.cpp"
@@ -26,3 +27,8 @@ def compile_program(command: list[str]) -> str:
 def run_program(memory_mb: int) -> str:
     """Execs BINARY_FILE under memory_mb (`toolserver.zygotes.programs.exec_program`)."""
     return exec_program([f"./{BINARY_FILE}"], memory_mb, executable=BINARY_FILE)
+
+
+def compile_step(command: list[str]) -> CompileStep:
+    """The compile of command (the compiler, -std and flags): SOURCE_FILE to BINARY_FILE."""
+    return CompileStep(compile_program(command), "\0".join(command), SOURCE_FILE, BINARY_FILE)

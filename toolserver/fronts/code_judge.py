@@ -35,18 +35,20 @@ from toolserver.text import valid_text
 
 FRONT = "code_judge"
 MAX_BATCH = 4096  # submissions in one batch request
-LANGUAGES = ("python", "cpp")  # code-judge's `type`s served here
+LANGUAGES = ("python", "cpp")  # code-judge's `type`s; any other is a language of the program tool (java, go, ...)
 BATCH_PATHS = frozenset(f"/{verb}/{kind}" for verb in ("run", "judge") for kind in ("batch", "long-batch"))
 HTTP_STATUS = {Unauthenticated: 401, PermissionDenied: 403, InvalidRequest: 400}
 
 
-def submission(item: Any, where: str) -> tuple[str, pb.ExecuteRequest, str | None]:
-    """A submission's id, request and expected output; InvalidRequest names what is wrong."""
+def submission(item: Any, where: str, others: tuple[str, ...] = ()) -> tuple[str, pb.ExecuteRequest, str | None]:
+    """A submission's id, request and expected output; InvalidRequest names what is wrong.
+    others: the languages beside LANGUAGES that the server's tools run."""
     if not isinstance(item, dict):
         raise InvalidRequest(f"{where} must be a JSON object")
     language = item.get("type", "python")
-    if language not in LANGUAGES:
-        raise InvalidRequest(f"{where}.type {language!r} is not supported here: only {', '.join(LANGUAGES)}")
+    if language not in LANGUAGES and language not in others:
+        raise InvalidRequest(f"{where}.type {language!r} is not supported here: only "
+                             f"{', '.join((*LANGUAGES, *others))}")
     values = {}
     for name in ("solution", "input", "expected_output", "sub_id"):
         value = item.get(name)
@@ -59,6 +61,9 @@ def submission(item: Any, where: str) -> tuple[str, pb.ExecuteRequest, str | Non
     stdin = values["input"] or ""
     if language == "cpp":
         request = pb.ExecuteRequest(request_id=sub_id, cpp=pb.CppCall(source=values["solution"], stdin=stdin))
+    elif language not in LANGUAGES:
+        request = pb.ExecuteRequest(request_id=sub_id, program=pb.ProgramCall(language=language,
+                                                                              source=values["solution"], stdin=stdin))
     else:
         request = pb.ExecuteRequest(request_id=sub_id, python=pb.PythonCall(code=values["solution"], stdin=stdin))
     return sub_id, request, values["expected_output"]
@@ -93,6 +98,10 @@ class CodeJudgeFront:
                 routes.append(Route(f"/{verb}/{kind}", self.batch(judged), methods=["POST"]))
         return routes
 
+    def languages(self) -> tuple[str, ...]:
+        """The languages beside LANGUAGES that the server's tools run (the program tool's)."""
+        return tuple(name for tool in self.dispatcher.registry for name in tool.languages)
+
     async def ping(self, request: Request) -> PlainTextResponse:
         return PlainTextResponse("pong")
 
@@ -105,7 +114,7 @@ class CodeJudgeFront:
         async def endpoint(request: Request) -> JSONResponse:
             try:
                 caller, body = parsed_body(request.scope)
-                sub_id, call, expected = submission(body, "the submission")
+                sub_id, call, expected = submission(body, "the submission", self.languages())
             except RequestError as exc:
                 return self.refusal(exc)
             return self.reply(200, await self.run(sub_id, call, expected if judged else None, caller))
@@ -120,7 +129,8 @@ class CodeJudgeFront:
                 items = body["submissions"]
                 if len(items) > MAX_BATCH:
                     raise InvalidRequest(f"a batch holds at most {MAX_BATCH} submissions, got {len(items)}")
-                parsed = [submission(item, f"submissions[{i}]") for i, item in enumerate(items)]
+                languages = self.languages()
+                parsed = [submission(item, f"submissions[{i}]", languages) for i, item in enumerate(items)]
                 batch_id = body.get("sub_id") if isinstance(body.get("sub_id"), str) else uuid.uuid4().hex
             except RequestError as exc:
                 return self.refusal(exc)

@@ -44,7 +44,8 @@ from toolserver.policy import CallerPolicy
 
 T = TypeVar("T")
 FRONT = "sandbox_fusion"
-LANGUAGES = {"python": "python", "python3": "python", "cpp": "cpp", "bash": "bash"}  # SandboxFusion's: the tool
+LANGUAGES = {"python": "python", "python3": "python", "cpp": "cpp", "bash": "bash"}  # SandboxFusion's: the tool;
+# any other name is the program tool's to know (java, go, rust, nodejs, typescript, ...)
 ANSWER_MARGIN_S = 10.0  # an answer comes within run_timeout + compile_timeout + this
 TRUNCATED = "output truncated at the call's max_output_bytes (or fetched files beyond max_file_mb together)"
 MAX_SECONDS = 86_400  # the longest run_timeout, compile_timeout, cell_timeout or total_timeout taken
@@ -94,11 +95,14 @@ def run_code_request(body: Any) -> tuple[pb.ExecuteRequest, str, float]:
     fetch_files = field(body, "fetch_files", (list,), [])
     request = pb.ExecuteRequest(limits=pb.Limits(timeout_ms=max(1, int(run_timeout * 1000)),
                                                  memory_mb=max(int(memory_mb), 0)))
-    tool = LANGUAGES.get(language, "python")
+    tool = LANGUAGES.get(language, "program")
     if tool != "python" and (files or fetch_files):
         raise InvalidRequest(f"files and fetch_files are taken with python here, not with {language}")
     if tool == "cpp":
         request.cpp.CopyFrom(pb.CppCall(source=code, stdin=stdin, compile_timeout_ms=int(compile_timeout * 1000)))
+    elif tool == "program":
+        request.program.CopyFrom(pb.ProgramCall(language=language, source=code, stdin=stdin,
+                                                compile_timeout_ms=int(compile_timeout * 1000)))
     elif tool == "bash":
         request.bash.CopyFrom(pb.BashCall(script=code, stdin=stdin))
     else:
@@ -134,7 +138,8 @@ def run_result(response: pb.ExecuteResponse) -> dict[str, Any]:
     stderr = response.stderr
     if response.outcome == pb.DENIED or (response.outcome == pb.MEMORY_LIMIT and "MemoryError" not in stderr):
         stderr = with_error(stderr, response.error)  # the program's own traceback says enough
-    run = response.cpp.cases[0] if response.cpp.cases else None
+    judged = judged_result(response)
+    run = judged.cases[0] if judged is not None and judged.cases else None
     elapsed_us = run.elapsed_us if run is not None else response.elapsed_us
     if response.outcome == pb.TIMEOUT:
         status, return_code = "TimeLimitExceeded", None
@@ -146,11 +151,18 @@ def run_result(response: pb.ExecuteResponse) -> dict[str, Any]:
             "stdout": response.stdout, "stderr": stderr}
 
 
+def judged_result(response: pb.ExecuteResponse) -> pb.CppResult | None:
+    """The compile and runs of a judged program's answer (C++ or another compiled language)."""
+    kind = response.WhichOneof("result")
+    return getattr(response, kind) if kind in ("cpp", "program") else None
+
+
 def exit_code(response: pb.ExecuteResponse) -> int:
     """The program's exit status, whichever tool ran it."""
     kind = response.WhichOneof("result")
-    if kind == "cpp":
-        return response.cpp.cases[0].exit_code if response.cpp.cases else 0
+    judged = judged_result(response)
+    if judged is not None:
+        return judged.cases[0].exit_code if judged.cases else 0
     return response.bash.exit_code if kind == "bash" else response.python.exit_code
 
 
@@ -168,7 +180,8 @@ def answer(response: pb.ExecuteResponse) -> dict[str, Any]:
     message = "" if ok else response.error
     if response.truncated:
         message = (message + "; " if message else "") + TRUNCATED
-    compiled = response.cpp.compile if response.HasField("cpp") else None
+    judged = judged_result(response)
+    compiled = judged.compile if judged is not None and judged.HasField("compile") else None
     files = {name: base64.b64encode(data).decode("ascii") for name, data in response.python.files.items()}
     return {"status": "Success" if ok else "Failed", "message": message,
             "compile_result": compile_result(compiled) if compiled is not None else None,
@@ -255,8 +268,9 @@ class SandboxFusionFront:
 
     async def _run_code(self, caller: CallerPolicy, body: Any) -> dict[str, Any]:
         call, language, answer_within_s = run_code_request(body)
-        if language not in LANGUAGES:
-            return sandbox_error(f"language {language!r} is not supported here: only {', '.join(LANGUAGES)}")
+        if call.WhichOneof("call") == "program" and self.dispatcher.registry.language_tool(language) is None:
+            known = [*LANGUAGES, *(name for tool in self.dispatcher.registry for name in tool.languages)]
+            return sandbox_error(f"language {language!r} is not supported here: only {', '.join(known)}")
         with answer_within(answer_within_s):
             return answer(await within(self.dispatcher.execute(call, caller), answer_within_s))
 

@@ -35,11 +35,16 @@ def exec_program(argv: list[str], memory_mb: int, executable: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def program_outcome(reply: CallReply) -> tuple[int, str]:
-    """How an exec'd program's run ended: its Outcome and one-line error."""
+def program_outcome(reply: CallReply, out_of_memory: tuple[str, ...] = (OUT_OF_MEMORY,)) -> tuple[int, str]:
+    """How an exec'd program's run ended: its Outcome and one-line error. out_of_memory:
+    what its runtime writes last on stderr when an allocation is refused (a run that failed
+    so ran out of memory)."""
+    if reply.outcome in ("CRASHED", "ERROR") and (reply.outcome == "ERROR" or reply.error.startswith(KILLED)):
+        said = next((marker for marker in out_of_memory if marker in reply.stderr[-4096:]), "")
+        if said:
+            ending = reply.error if reply.outcome == "CRASHED" else f"exit status {reply.exit_code}"
+            return pb.MEMORY_LIMIT, f"memory limit exceeded ({said}, then {ending})"
     if reply.outcome == "CRASHED" and reply.error.startswith(KILLED):
-        if OUT_OF_MEMORY in reply.stderr[-4096:]:
-            return pb.MEMORY_LIMIT, f"memory limit exceeded ({OUT_OF_MEMORY}, then {reply.error})"
         return pb.ERROR, f"the program was {reply.error}"
     if reply.outcome in ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "OUTPUT_LIMIT"):
         return pb.Outcome.Value(reply.outcome), reply.error

@@ -24,6 +24,10 @@ class NoPool(Exception):
     """Why a tool has no pool: it then serves nothing and says why."""
 
 
+def no_slots(tool: str) -> str:
+    return f"no sandbox slots are left for {tool} workers (raise [sandbox] slots)"
+
+
 async def start_tool_pool(tool: str, context: BuildContext, slots: list[Slot], stack: AsyncExitStack, *,
                           runtime: Runtime, max_queue: int, grace_s: float, recycle_after: int) -> WorkerPool:
     """A started pool of one class of zygotes on the sandbox's own spec and the runtime its
@@ -31,7 +35,7 @@ async def start_tool_pool(tool: str, context: BuildContext, slots: list[Slot], s
     the tool); its teardown goes on stack. Raises NoPool when it has no slots, the sandbox
     is not proven, or no worker could start."""
     if not slots:
-        raise NoPool(f"no sandbox slots are left for {tool} workers (raise [sandbox] slots)")
+        raise NoPool(no_slots(tool))
     if not context.state.serving:
         raise NoPool(context.state.reason)
     slot_cgroups = SlotCgroups(context.cgroups, context.settings.sandbox.jail_max_processes)

@@ -1,11 +1,12 @@
-"""Compiling a cpp call's source in the jail, once per source and flags.
+"""Compiling a call's source in the jail, once per source and compile step.
 
-A compile runs as a call on the tool's zygotes (`programs.compile_program`) with the
-compile's own limits and sends the binary back. Its result is kept by the SHA-256 of the
-compiler's command line and the source: a program judged against many cases, or sent
-again in the next rollout, compiles once, and calls that ask for the same program while
-it compiles wait for that compile. Compile errors are kept too (they are the program's);
-a compile that timed out or whose sandbox failed is not.
+A compile runs as a call on the tool's zygotes (its `CompileStep`'s program, which execs
+or runs the compiler) with the compile's own limits and sends its artifact back (a binary,
+or an archive of what the compiler wrote). Its result is kept by the SHA-256 of the step's
+identity (the compiler's command line) and the source: a program judged against many
+cases, or sent again in the next rollout, compiles once, and calls that ask for the same
+program while it compiles wait for that compile. Compile errors are kept too (they are the
+program's); a compile that timed out or whose sandbox failed is not.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import time
 from dataclasses import dataclass
 
 from sandbox.calls import CallLimits, CallReply, CallRequest
-from toolserver.cpp.programs import BINARY_FILE, SOURCE_FILE, compile_program
 from toolserver.zygotes.pool import WorkerPool
 
 COMPILER_OUTPUT_BYTES = 4 << 20  # the compiler's messages kept; a compiler that writes more is stopped there
@@ -26,11 +26,23 @@ COMPILER_OUTPUT_BYTES = 4 << 20  # the compiler's messages kept; a compiler that
 
 
 @dataclass(frozen=True)
+class CompileStep:
+    """How a language compiles: the program a compile's jailed process runs, what names
+    the compile (its compiler's command line: the cache's key), the file the source is
+    written to and the file fetched back."""
+
+    program: str
+    identity: str
+    source_file: str
+    artifact: str
+
+
+@dataclass(frozen=True)
 class Compiled:
     """A compile's end: the binary when it succeeded, else the compiler's messages."""
 
     outcome: str              # the compile call's: OK, ERROR (did not compile), TIMEOUT, MEMORY_LIMIT, CRASHED
-    binary: bytes = b""
+    binary: bytes = b""       # the step's artifact
     messages: str = ""        # the compiler's stderr (warnings too)
     error: str = ""
     exit_code: int = 0
@@ -71,10 +83,9 @@ class BinaryCache:
 
 
 class Compiler:
-    def __init__(self, command: list[str], pool: WorkerPool, limits: CallLimits, cache_bytes: int) -> None:
-        """command: the compiler, -std and flags; limits: a compile's, but its time, which
-        each call chooses."""
-        self.command = command
+    def __init__(self, step: CompileStep, pool: WorkerPool, limits: CallLimits, cache_bytes: int) -> None:
+        """limits: a compile's, but its time, which each call chooses."""
+        self.step = step
         self.pool = pool
         self.limits = limits
         self.cache = BinaryCache(cache_bytes)
@@ -84,7 +95,7 @@ class Compiler:
     def key(self, source: str, owner: str) -> str:
         """The cache's key of source compiled for owner: each caller's compiles are its own, so
         that neither `cached` nor a compile's time tells one caller what another compiled."""
-        digest = hashlib.sha256("\0".join(self.command).encode())
+        digest = hashlib.sha256(self.step.identity.encode("utf-8", errors="surrogateescape"))
         digest.update(b"\0" + owner.encode("utf-8", errors="surrogateescape"))
         digest.update(b"\0" + source.encode("utf-8", errors="surrogateescape"))
         return digest.hexdigest()
@@ -116,16 +127,16 @@ class Compiler:
 
     async def _compile(self, source: str, timeout_ms: int, request_id: str) -> Compiled:
         self.compiles += 1
-        request = CallRequest(f"{request_id}/compile", compile_program(self.command),
+        request = CallRequest(f"{request_id}/compile", self.step.program,
                               dataclasses.replace(self.limits, timeout_ms=timeout_ms),
-                              files={SOURCE_FILE: source.encode("utf-8", errors="surrogateescape")},
-                              fetch_files=(BINARY_FILE,))
+                              files={self.step.source_file: source.encode("utf-8", errors="surrogateescape")},
+                              fetch_files=(self.step.artifact,))
         started = time.monotonic()
         reply: CallReply = await self.pool.run(request)
-        binary = reply.files.get(BINARY_FILE, b"")
+        binary = reply.files.get(self.step.artifact, b"")
         outcome = reply.outcome
         if outcome == "OK" and not binary:
-            outcome, reply.error = "CRASHED", "the compiler reported success but wrote no binary"
+            outcome, reply.error = "CRASHED", "the compiler reported success but wrote no program"
         elif outcome == "ERROR":
             reply.error = f"compilation failed (exit status {reply.exit_code})"
         return Compiled(outcome=outcome, binary=binary if outcome == "OK" else b"", messages=reply.stderr,

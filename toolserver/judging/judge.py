@@ -13,7 +13,7 @@ from sandbox.calls import CallReply
 from toolcontract.output_match import same_output
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.text import valid_text
-from toolserver.zygotes.programs import program_outcome
+from toolserver.zygotes.programs import OUT_OF_MEMORY, program_outcome
 
 
 def same(stdout: str, expected: str, compare: int) -> bool:
@@ -35,8 +35,10 @@ def verdict_of(outcome: int, truncated: bool, stdout: str, case: pb.CppCase, com
             pb.OUTPUT_LIMIT: pb.OUTPUT_LIMIT_EXCEEDED}.get(outcome, pb.SYSTEM_ERROR)
 
 
-def case_result(index: int, case: pb.CppCase, reply: CallReply, compare: int) -> pb.CppCaseResult:
-    outcome, error = program_outcome(reply)
+def case_result(index: int, case: pb.CppCase, reply: CallReply, compare: int,
+                out_of_memory: tuple[str, ...] = (OUT_OF_MEMORY,)) -> pb.CppCaseResult:
+    """out_of_memory: what the language's runtime writes when an allocation is refused."""
+    outcome, error = program_outcome(reply, out_of_memory)
     stdout = valid_text(reply.stdout)
     return pb.CppCaseResult(index=index, verdict=verdict_of(outcome, reply.truncated, stdout, case, compare),
                             outcome=outcome, stdout=stdout, stderr=valid_text(reply.stderr),

@@ -1,0 +1,189 @@
+"""A language of the program tool, read from its file of data.
+
+A language file (TOML, one per language: `toolserver/program/languages/*.toml`, and an
+operator's `[program] languages_dir`) says, as Piston describes a runtime, what a
+compiled-language tool needs to know and nothing it must run to learn:
+
+    name = "go"                       # what callers send; aliases: other names fronts accept
+    aliases = ["golang"]
+    packages = ["golang-go"]          # the Debian packages of its toolchain (npm = [...] for npm's,
+                                      # installed under npm_prefix)
+    source_file = "main.go"           # the one file a call's source is written to
+    version = ["/usr/bin/go", "version"]          # run outside the jail at start-up: its output
+                                                  # names the toolchain; failing: unavailable
+    compile = ["/usr/bin/go", "build", "-o", "out/main", "main.go"]   # absent: the source runs
+    run = ["out/main"]                # relative: a file the compile wrote to out/
+    memory = "cgroup"                 # or "address-space" (see below)
+    address_space_mb = 16384
+    compile_memory_mb = 2048
+    compile_timeout_ms = 20000
+    environment = { GOCACHE = "{cwd}/.cache" }    # {cwd}: the call's working directory
+    out_of_memory = ["runtime: out of memory"]    # what its runtime prints when memory runs out
+
+Commands are argv lists: the first an absolute path (the jail has no PATH) or, for `run`,
+a path under `out/`; `{memory_mb}` in an argument is the run's memory limit (a heap flag).
+A compile writes what it makes under `out/` (made empty before it), which comes back to
+the server and is what each run starts from.
+
+`memory`: "address-space" caps a run's address space at its memory limit, as C++'s;
+"cgroup" is for runtimes that reserve far more address space than they use (the JVM, V8,
+Go), which such a cap stops at start: their address space gets `address_space_mb` and the
+slot's memory cgroup caps what they use at the limit. A "cgroup" language is served only
+where the server has memory cgroups.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolserver.config import hidden_by_the_jail
+from toolserver.errors import ConfigError
+
+BUILT_IN = Path(__file__).resolve().parent / "languages"
+OUT_DIR = "out"
+MEMORY_MODES = ("address-space", "cgroup")
+PLACEHOLDERS = ("{memory_mb}", "{cwd}")
+KEYS = {"name": str, "aliases": list, "packages": list, "npm": list, "npm_prefix": str, "source_file": str,
+        "version": list,
+        "compile": list, "run": list, "memory": str, "address_space_mb": int, "compile_memory_mb": int,
+        "compile_timeout_ms": int, "environment": dict, "out_of_memory": list}
+REQUIRED = ("name", "source_file", "version", "run")
+VERSION_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class Language:
+    name: str
+    source_file: str
+    version: tuple[str, ...]
+    run: tuple[str, ...]
+    compile: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    npm: tuple[str, ...] = ()
+    npm_prefix: str = ""
+    memory: str = "address-space"
+    address_space_mb: int = 0
+    compile_memory_mb: int = 2048
+    compile_timeout_ms: int = 10_000
+    environment: dict[str, str] = field(default_factory=dict)
+    out_of_memory: tuple[str, ...] = ()
+    path: str = ""           # the file it was read from
+
+    @property
+    def compiles(self) -> bool:
+        return bool(self.compile)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    def toolchain(self) -> tuple[str, ...]:
+        """The host paths its commands run (the jail must show them)."""
+        return tuple(dict.fromkeys(command[0] for command in (self.version, self.compile, self.run)
+                                   if command and os.path.isabs(command[0])))
+
+    def installs(self) -> str:
+        """What installs its toolchain, for a reason it is unavailable."""
+        parts = [f"Debian's {' '.join(self.packages)}"] if self.packages else []
+        parts += [f"npm's {' '.join(self.npm)}"] if self.npm else []
+        return " and ".join(parts) or "its toolchain"
+
+
+def language_from(values: dict[str, Any], path: str) -> Language:
+    """The language a file's values describe; ConfigError naming the file otherwise."""
+    def fail(message: str) -> ConfigError:
+        return ConfigError(f"language file {path}: {message}")
+
+    unknown = sorted(set(values) - set(KEYS))
+    if unknown:
+        raise fail(f"unknown key(s) {', '.join(unknown)}")
+    missing = [key for key in REQUIRED if key not in values]
+    if missing:
+        raise fail(f"missing {', '.join(missing)}")
+    for key, value in values.items():
+        if not isinstance(value, KEYS[key]) or isinstance(value, bool):
+            raise fail(f"{key} must be a {KEYS[key].__name__}")
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        if not all(isinstance(item, str) for item in items):
+            raise fail(f"{key} must hold strings")
+    language = Language(**{key: tuple(value) if isinstance(value, list) else value for key, value in values.items()},
+                        path=path)
+    for name in language.names:
+        if not name or not name.replace("_", "").replace("-", "").isalnum() or name != name.lower():
+            raise fail(f"name {name!r} must be lower-case letters, digits, - or _")
+    if "/" in language.source_file or language.source_file in ("", ".", "..", OUT_DIR, "main.py"):
+        raise fail(f"source_file must be a plain file name, got {language.source_file!r}")
+    for key in ("version", "compile"):
+        command = getattr(language, key)
+        if command and not os.path.isabs(command[0]):
+            raise fail(f"{key}[0] must be an absolute path (the jail has no PATH), got {command[0]!r}")
+    if not language.version or not language.run:
+        raise fail("version and run must not be empty")
+    if not (os.path.isabs(language.run[0]) or language.run[0].startswith(f"{OUT_DIR}/")):
+        raise fail(f"run[0] must be an absolute path or a file under {OUT_DIR}/, got {language.run[0]!r}")
+    if language.run[0].startswith(f"{OUT_DIR}/") and not language.compiles:
+        raise fail(f"run[0] is under {OUT_DIR}/, which only a compile writes")
+    if language.npm and (not os.path.isabs(language.npm_prefix) or hidden_by_the_jail(language.npm_prefix)):
+        raise fail("npm packages need npm_prefix: an absolute path outside /root and /tmp (the jail hides both)")
+    if language.memory not in MEMORY_MODES:
+        raise fail(f"memory must be one of {', '.join(MEMORY_MODES)}, got {language.memory!r}")
+    if language.memory == "cgroup" and language.address_space_mb <= 0:
+        raise fail("a cgroup language needs address_space_mb (its runtime's reservations)")
+    if language.compile_memory_mb <= 0 or language.compile_timeout_ms <= 0:
+        raise fail("compile_memory_mb and compile_timeout_ms must be positive")
+    return language
+
+
+def read_language(path: Path) -> Language:
+    try:
+        values = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"language file {path}: {exc}") from exc
+    return language_from(values, str(path))
+
+
+def load_languages(extra_dir: str = "") -> dict[str, Language]:
+    """Every language described, by name: the tool's own files, then extra_dir's (one of
+    the same name replaces the tool's). Raises ConfigError for a file that is not a
+    language or a name two languages claim."""
+    found: dict[str, Language] = {}
+    directories = [BUILT_IN] + ([Path(extra_dir)] if extra_dir else [])
+    for directory in directories:
+        if not directory.is_dir():
+            raise ConfigError(f"program.languages_dir {directory} is not a directory")
+        for path in sorted(directory.glob("*.toml")):
+            language = read_language(path)
+            found[language.name] = language
+    claimed: dict[str, str] = {}
+    for language in found.values():
+        for name in language.names:
+            if name in claimed:
+                raise ConfigError(f"language name {name!r} is claimed by {claimed[name]} and {language.path}")
+            claimed[name] = language.path
+    return found
+
+
+def hidden_toolchain(language: Language) -> str:
+    """Why the jail cannot run language's toolchain ("" when it can)."""
+    for path in language.toolchain():
+        hidden = hidden_by_the_jail(path)
+        if hidden:
+            return f"{path} lies under {hidden}, which the jail hides"
+    return ""
+
+
+def toolchain_version(command: tuple[str, ...]) -> str:
+    """The first line the version probe prints, or "" when it does not run."""
+    try:
+        found = subprocess.run(command, capture_output=True, text=True, timeout=VERSION_TIMEOUT_S,
+                               stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = [line.strip() for line in (found.stdout + "\n" + found.stderr).splitlines() if line.strip()]
+    return lines[0][:200] if found.returncode == 0 and lines else ""
