@@ -175,7 +175,7 @@ class RunningServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"server exited: {self.output()}")
+                raise RuntimeError(f"server exited with status {self.process.returncode}: {self.output()}")
             if "listening on" in self.output():
                 return
             time.sleep(0.1)

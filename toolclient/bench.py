@@ -27,10 +27,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Awaitable, Mapping, Sequence
 
 from toolclient.bench_peers import PEER_APIS, bench_peer
-from toolclient.bench_workloads import Program, Ran, Workload
+from toolclient.bench_workloads import FRESH, Program, Ran, Workload
 from toolclient.client import AsyncToolClient, ToolServerError
 from toolcontract.v1 import toolserver_pb2 as pb
 
@@ -92,9 +92,10 @@ def programs_for(workload: Workload, calls: int) -> list[Program]:
 
 
 def response_ran(response: pb.ExecuteResponse) -> Ran:
-    """Ran well: OK, and for a C++ call every case passed."""
-    judged = response.WhichOneof("result") == "cpp"
-    passed = not judged or response.cpp.passed == len(response.cpp.cases)
+    """Ran well: OK, and for a judged program (C++ or another language) every case passed."""
+    kind = response.WhichOneof("result")
+    judged = getattr(response, kind) if kind in ("cpp", "program") else None
+    passed = judged is None or judged.passed == len(judged.cases)
     return Ran(response.outcome == pb.OK and passed, response.outcome == pb.TIMEOUT, response.elapsed_us / 1e6)
 
 
@@ -198,8 +199,36 @@ async def fresh_cpp(program: Program, compiler: str = "g++") -> tuple[bool, bool
     return True, False
 
 
+async def fresh_program(program: Program) -> tuple[bool, bool]:
+    """The language's compile (FRESH) in a fresh directory, where it compiles, then a fresh
+    process per case: whether it compiled and every case's output was the expected one."""
+    source_file, compile_command, run_command = FRESH[program.language]
+    with tempfile.TemporaryDirectory() as directory:
+        (Path(directory) / source_file).write_text(program.code)
+        if compile_command is not None:
+            compiling = await asyncio.create_subprocess_exec(*(part.format(dir=directory) for part in compile_command),
+                                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if await compiling.wait() != 0:
+                return False, False
+        for stdin, expected in program.cases:
+            process = await asyncio.create_subprocess_exec(*(part.format(dir=directory) for part in run_command),
+                                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                           stderr=subprocess.DEVNULL)
+            stdout, _ = await process.communicate(stdin.encode())
+            if process.returncode != 0 or stdout.decode().split() != expected.split():
+                return False, False
+    return True, False
+
+
+def fresh(program: Program, python: str) -> Awaitable[tuple[bool, bool]]:
+    """The fresh-process run of program: python3 -c, or its language's compile and runs."""
+    if not program.cpp:
+        return fresh_python(program, python)
+    return fresh_cpp(program) if program.language == "cpp" else fresh_program(program)
+
+
 def bench_fresh_process(workload: Workload, calls: int, concurrency: int, python: str) -> BenchResult:
-    """The baseline: one fresh `python3 -c code` process per call (a C++ program: a fresh
+    """The baseline: one fresh `python3 -c code` process per call (a judged program: a fresh
     compile and a fresh process per case), no sandbox at all, and no time limit but for
     the programs that run to theirs."""
     latencies: list[float] = []
@@ -212,7 +241,7 @@ def bench_fresh_process(workload: Workload, calls: int, concurrency: int, python
             nonlocal failures
             for program in queue:
                 started = time.perf_counter()
-                exited_0, timed_out = await (fresh_cpp(program) if program.cpp else fresh_python(program, python))
+                exited_0, timed_out = await fresh(program, python)
                 elapsed_s = time.perf_counter() - started
                 failures += program.wrong(Ran(exited_0, timed_out, elapsed_s), elapsed_s * 1000, latencies)
 
@@ -252,7 +281,8 @@ def run_bench(target: str, workloads: Sequence[Workload], calls: int, concurrenc
                 print(f"{workload.name} {mode}: not sent (its API sets no time limit per call)")
                 continue
             if workload.cpp and mode in PEER_APIS:
-                print(f"{workload.name} {mode}: not sent (test cases are judged by this server's cpp calls)")
+                print(f"{workload.name} {mode}: not sent (test cases are judged by this server's cpp and program "
+                      "calls)")
                 continue
             for c in concurrency:
                 runs = []

@@ -12,7 +12,11 @@
   same source every call: after the first call its compile is cached, so a call costs its
   20 runs; `cpp20-cold`: a new source every call (a comment differs), so each compiles;
   `python20`: the same solution in Python run on the same 20 inputs in one call (one
-  interpreter, the inputs in turn, each output asserted), the per-case cost beside C++'s.
+  interpreter, the inputs in turn, each output asserted), the per-case cost beside C++'s;
+- `java20`, `go20`, `rust20`, `javascript20`, `typescript20`: the same solution in each
+  language of the program tool, judged against the same 20 cases in one call (compiled
+  once, then cached; the fresh-process baseline compiles it and runs a fresh process per
+  case with the host's toolchain, `FRESH`).
 
 Every short program prints or asserts and exits 0 when it runs correctly (a C++ one: every
 case ACCEPTED), so a run counts a call that does not come back OK as a failure; a loop or
@@ -45,21 +49,27 @@ class Program:
     code: str
     timeout_ms: int = 10_000
     runs_to_limit: bool = False  # loops or sleeps: right when it is a time-out near its limit
-    cases: tuple[tuple[str, str], ...] = ()  # a C++ program's test cases (stdin, expected stdout)
+    cases: tuple[tuple[str, str], ...] = ()  # a judged program's test cases (stdin, expected stdout)
     unique: bool = False  # each send is a new source (a comment differs): its compile is never cached
+    language: str = "cpp"  # a judged program's: cpp, or a language of the program tool
 
     @property
     def cpp(self) -> bool:
+        """Whether it is judged on its cases (by the cpp or the program tool)."""
         return bool(self.cases)
 
     def request(self, request_id: str = "") -> pb.ExecuteRequest:
-        """The call that sends the program: a python call, or a cpp call judged on its cases."""
+        """The call that sends the program: a python call, or a cpp or program call judged on its cases."""
         if not self.cpp:
             return python_request(self.code, request_id=request_id, timeout_ms=self.timeout_ms)
         source = f"{self.code}// {uuid.uuid4().hex}\n" if self.unique else self.code
-        return pb.ExecuteRequest(request_id=request_id, limits=pb.Limits(timeout_ms=self.timeout_ms),
-                                 cpp=pb.CppCall(source=source, cases=[
-                                     pb.CppCase(stdin=stdin, expected_stdout=stdout) for stdin, stdout in self.cases]))
+        cases = [pb.CppCase(stdin=stdin, expected_stdout=stdout) for stdin, stdout in self.cases]
+        request = pb.ExecuteRequest(request_id=request_id, limits=pb.Limits(timeout_ms=self.timeout_ms))
+        if self.language == "cpp":
+            request.cpp.CopyFrom(pb.CppCall(source=source, cases=cases))
+        else:
+            request.program.CopyFrom(pb.ProgramCall(language=self.language, source=source, cases=cases))
+        return request
 
     def wrong(self, ran: Ran, latency_ms: float, latencies: list[float]) -> bool:
         """Whether ran is a wrong answer; a short program's latency goes into latencies (a
@@ -104,7 +114,79 @@ print(*sorted(a))
 """
 CASES = tuple((f"{n}\n{' '.join(str((i * 7919) % 1000) for i in range(n, 0, -1))}\n",
                " ".join(map(str, sorted((i * 7919) % 1000 for i in range(n, 0, -1)))) + "\n") for n in range(1, 21))
-NAMES = (*PROGRAMS, "humaneval", *MIXED, "cpp20", "cpp20-cold", "python20")
+SORT = {
+    "java": """import java.io.*;
+import java.util.*;
+public class Main {
+  public static void main(String[] args) throws IOException {
+    StreamTokenizer in = new StreamTokenizer(new BufferedReader(new InputStreamReader(System.in)));
+    in.nextToken(); int n = (int) in.nval; long[] a = new long[n];
+    for (int i = 0; i < n; i++) { in.nextToken(); a[i] = (long) in.nval; }
+    Arrays.sort(a); StringBuilder out = new StringBuilder();
+    for (int i = 0; i < n; i++) out.append(a[i]).append(i + 1 < n ? ' ' : '\\n');
+    System.out.print(out);
+  }
+}
+""",
+    "go": """package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	in := bufio.NewReader(os.Stdin)
+	var n int
+	fmt.Fscan(in, &n)
+	a := make([]int, n)
+	for i := range a {
+		fmt.Fscan(in, &a[i])
+	}
+	sort.Ints(a)
+	out := make([]string, n)
+	for i, x := range a {
+		out[i] = strconv.Itoa(x)
+	}
+	fmt.Println(strings.Join(out, " "))
+}
+""",
+    "rust": """use std::io::Read;
+fn main() {
+    let mut s = String::new();
+    std::io::stdin().read_to_string(&mut s).unwrap();
+    let mut numbers = s.split_whitespace().map(|x| x.parse::<i64>().unwrap());
+    let n = numbers.next().unwrap() as usize;
+    let mut a: Vec<i64> = numbers.take(n).collect();
+    a.sort();
+    println!("{}", a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" "));
+}
+""",
+    "javascript": """const [n, ...a] = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);
+console.log(a.slice(0, n).sort((x, y) => x - y).join(' '));
+""",
+    "typescript": """import * as fs from "fs";
+const [n, ...a]: number[] = fs.readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);
+console.log(a.slice(0, n).sort((x, y) => x - y).join(" "));
+""",
+}
+# The fresh-process baseline of each language: its source file, compile and run command
+# lines in a fresh directory ({dir}), with the host's toolchain on PATH as a user types them
+# (tsc with the Node.js types where scripts/setup.sh installs them).
+FRESH = {
+    "java": ("Main.java", ["javac", "-d", "{dir}", "{dir}/Main.java"], ["java", "-cp", "{dir}", "Main"]),
+    "go": ("main.go", ["go", "build", "-o", "{dir}/main", "{dir}/main.go"], ["{dir}/main"]),
+    "rust": ("main.rs", ["rustc", "--edition", "2021", "-O", "-o", "{dir}/main", "{dir}/main.rs"], ["{dir}/main"]),
+    "javascript": ("main.js", None, ["node", "{dir}/main.js"]),
+    "typescript": ("main.ts", ["tsc", "--skipLibCheck", "--typeRoots", "/opt/toolserver/typescript/node_modules/@types",
+                               "--types", "node", "--outDir", "{dir}/out", "{dir}/main.ts"],
+                   ["node", "{dir}/out/main.js"]),
+}
+NAMES = (*PROGRAMS, "humaneval", *MIXED, "cpp20", "cpp20-cold", "python20", *(f"{language}20" for language in SORT))
 LIMIT_SLACK = 0.1
 RUNS_TO_LIMIT = (Program("while True: pass", 5_000, True), Program("import time\ntime.sleep(60)", 5_000, True))
 
@@ -164,4 +246,6 @@ def get_workload(name: str) -> Workload:
         return Workload(name, (Program(SORT_CPP, 30_000, cases=CASES, unique=True),))
     if name == "python20":
         return Workload(name, (Program(python_cases(SORT_PYTHON, CASES)),))
+    if name.endswith("20") and name[:-2] in SORT:
+        return Workload(name, (Program(SORT[name[:-2]], 30_000, cases=CASES, language=name[:-2]),))
     raise ValueError(f"unknown workload {name!r}; known: {', '.join(NAMES)}")

@@ -48,15 +48,17 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--tls-cert", help="PEM client certificate (mutual TLS)")
         command.add_argument("--tls-key", help="PEM key of --tls-cert")
         if name == "call":
-            command.add_argument("tool", choices=["python", "cpp"])
-            command.add_argument("code", help="the code (for cpp, the source); '-' reads it from stdin")
+            command.add_argument("tool", help="python, cpp, bash, or a language of the program tool (java, go, rust, "
+                                              "javascript, typescript, ...: `toolserver tools` lists them)")
+            command.add_argument("code", help="the code (a program's source); '-' reads it from stdin")
             command.add_argument("--stdin", default="", help="text fed to the program's stdin")
             command.add_argument("--timeout-ms", type=int, default=0)
             command.add_argument("--json", action="store_true", help="print the whole response as JSON")
         if name == "bench":
             command.add_argument("--workload", default="trivial",
                                  help="comma-separated workloads: trivial, sympy, pandas, sklearn, humaneval, "
-                                      "mixed10, mixed30, cpp20, cpp20-cold, python20 "
+                                      "mixed10, mixed30, cpp20, cpp20-cold, python20, java20, go20, rust20, "
+                                      "javascript20, typescript20 "
                                       "(toolclient/bench_workloads.py)")
             command.add_argument("--code", help="send this snippet instead of the named workloads")
             command.add_argument("--mode", default="unary",
@@ -146,11 +148,16 @@ def cmd_call(args: argparse.Namespace) -> int:
 
     code = sys.stdin.read() if args.code == "-" else args.code
     with ToolClient(args.target, **client_args(args)) as client:
-        if args.tool == "cpp":
-            response = client.execute(pb.ExecuteRequest(cpp=pb.CppCall(source=code, stdin=args.stdin),
-                                                        limits=pb.Limits(timeout_ms=args.timeout_ms)))
-        else:
+        limits = pb.Limits(timeout_ms=args.timeout_ms)
+        if args.tool == "python":
             response = client.run_python(code, stdin=args.stdin, timeout_ms=args.timeout_ms)
+        elif args.tool == "cpp":
+            response = client.execute(pb.ExecuteRequest(cpp=pb.CppCall(source=code, stdin=args.stdin), limits=limits))
+        elif args.tool == "bash":
+            response = client.execute(pb.ExecuteRequest(bash=pb.BashCall(script=code, stdin=args.stdin), limits=limits))
+        else:
+            response = client.execute(pb.ExecuteRequest(
+                program=pb.ProgramCall(language=args.tool, source=code, stdin=args.stdin), limits=limits))
     if args.json:
         print(json.dumps(MessageToDict(response, preserving_proto_field_name=True), indent=2))
     else:

@@ -53,7 +53,8 @@ async def test_the_tools_are_listed(server):
         async with mcp.ClientSession(read, write) as session:
             await session.initialize()
             tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert set(tools) == {"python", "python_session_open", "python_session_close", "search", "lean", "cpp", "bash"}
+    assert set(tools) == {"python", "python_session_open", "python_session_close", "search", "lean", "cpp", "bash",
+                          "program"}
     assert "code" in tools["python"].input_schema["properties"]
 
 
@@ -141,7 +142,8 @@ async def test_http_serves_the_same_tools_as_stdio(endpoint, server):
         async with mcp.ClientSession(read, write) as session:
             await session.initialize()
             over_stdio = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert set(over_http) == {"python", "python_session_open", "python_session_close", "search", "lean", "cpp", "bash"}
+    assert set(over_http) == {"python", "python_session_open", "python_session_close", "search", "lean", "cpp", "bash",
+                              "program"}
     for name, tool in over_http.items():
         assert (tool.description, tool.input_schema) == (over_stdio[name].description, over_stdio[name].input_schema)
     assert "ctx" not in over_http["python"].input_schema["properties"]

@@ -7,6 +7,8 @@ data file alone (tests/data/languages)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import requests
@@ -303,3 +305,25 @@ def test_code_judge_judges_each_language(http):
     assert [(result["run_success"], result["success"]) for result in results] == [(True, True), (True, False)] * 5
     refused = requests.post(f"{http}/judge", json={"type": "cobol", "solution": "x"}, timeout=30)
     assert refused.status_code == 400 and "java" in refused.json()["detail"]
+
+
+async def test_mcp_and_the_engines_tool_methods_reach_the_tool(program_server, http):
+    pytest.importorskip("mcp", reason="the mcp extra: pip install -e '.[mcp]'")
+    from tests.integration.test_mcp import call_http, text
+    from toolclient.client import ToolClient
+    from toolclient.integrations.calls import FleetConfig, ModelTools
+
+    [result] = await call_http(f"{http}/mcp", ("program", {"language": "rust", "source": PROGRAMS["rust"],
+                                                           "stdin": "sum 20 22"}))
+    assert not result.is_error and "42" in text(result) and "compiled" in text(result)
+    with ToolClient(program_server[0].target) as client:
+        specs = client.list_tools()
+    method = ModelTools(FleetConfig(program_server[0].target), specs).program  # TRL's, SkyRL's, verl's tools' way
+    assert list(method.__annotations__) == ["language", "source", "return"]
+    assert "42" in await method(language="javascript", source="console.log(6 * 7)")
+
+
+def test_the_command_line_calls_a_language(program_server):
+    called = subprocess.run([sys.executable, "-m", "toolserver", "call", "--target", program_server[0].target,
+                             "javascript", "console.log(6 * 7)"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert (called.returncode, called.stdout) == (0, "42\n"), called.stderr

@@ -26,7 +26,7 @@ from toolserver.judging.cases import Run, compile_failed, judged, run_cases
 from toolserver.judging.compiler import COMPILER_OUTPUT_BYTES, Compiler
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.program.languages import Language, hidden_toolchain, load_languages, toolchain_version
-from toolserver.program.launchers import ARTIFACT, compile_step, run_program
+from toolserver.program.launchers import ARTIFACT, PRELOAD, compile_step, run_program
 from toolserver.program.schema import program_call_from_json, program_tool_spec
 from toolserver.program.settings import ProgramSettings
 from toolserver.registry import BuildContext
@@ -179,7 +179,7 @@ async def build_program(context: BuildContext, stack: AsyncExitStack) -> Program
     try:
         pool = await start_tool_pool("program", context, slots, stack, runtime=program.runtime(),
                                      max_queue=program.max_queue, grace_s=program.worker_grace_s,
-                                     recycle_after=program.recycle_after)
+                                     recycle_after=program.recycle_after, preload=PRELOAD)
     except NoPool as exc:
         return ProgramExecutor(settings, None, languages, str(exc))
     cache_bytes = (program.cache_mb << 20) // max(1, len(languages))

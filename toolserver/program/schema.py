@@ -16,7 +16,8 @@ def program_schema(languages: list[str]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "language": {"type": "string", "enum": languages, "description": "The language of source."},
+            "language": {"type": "string", "description": "The language of source.",
+                         **({"enum": languages} if languages else {})},
             "source": {"type": "string", "description": "One source file; it reads stdin and writes stdout (Java: "
                                                         "public class Main)."},
             **CASES_PROPERTIES,

@@ -4,6 +4,7 @@ whether it serves, its size, the limits it grants."""
 
 from __future__ import annotations
 
+import dataclasses
 from contextlib import AsyncExitStack
 
 from sandbox.calls import CallLimits
@@ -29,18 +30,21 @@ def no_slots(tool: str) -> str:
 
 
 async def start_tool_pool(tool: str, context: BuildContext, slots: list[Slot], stack: AsyncExitStack, *,
-                          runtime: Runtime, max_queue: int, grace_s: float, recycle_after: int) -> WorkerPool:
+                          runtime: Runtime, max_queue: int, grace_s: float, recycle_after: int,
+                          preload: tuple[str, ...] = ()) -> WorkerPool:
     """A started pool of one class of zygotes on the sandbox's own spec and the runtime its
     tool names, for a tool whose calls all run alike (its scheduler of its own, named for
-    the tool); its teardown goes on stack. Raises NoPool when it has no slots, the sandbox
-    is not proven, or no worker could start."""
+    the tool); preload: the modules its calls' launchers import, imported once by each
+    zygote. Its teardown goes on stack. Raises NoPool when it has no slots, the sandbox is
+    not proven, or no worker could start."""
     if not slots:
         raise NoPool(no_slots(tool))
     if not context.state.serving:
         raise NoPool(context.state.reason)
     slot_cgroups = SlotCgroups(context.cgroups, context.settings.sandbox.jail_max_processes)
     stack.callback(slot_cgroups.remove_all)
-    pool = WorkerPool(sandbox_spec(context.settings, runtime), slots, max_queue=max_queue, grace_s=grace_s,
+    spec = dataclasses.replace(sandbox_spec(context.settings, runtime), preload=preload)
+    pool = WorkerPool(spec, slots, max_queue=max_queue, grace_s=grace_s,
                       recycle_after=recycle_after, name=tool, slot_cgroups=slot_cgroups,
                       scheduler=Scheduler(max_queue=max_queue, tool=tool))
     stack.push_async_callback(pool.close)

@@ -1,0 +1,127 @@
+"""The program tool's languages as data: reading and checking a language file, the
+programs a compile's and a run's process run made from it, what installs the toolchains,
+and the [program] settings that choose among them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sandbox.calls import PROGRAM_FILE
+from toolserver.errors import ConfigError
+from toolserver.program.languages import BUILT_IN, Language, language_from, load_languages, toolchain_version
+from toolserver.program.launchers import ARTIFACT, compile_program, compile_step, run_program
+from toolserver.program.toolchains import missing
+from toolserver.settings import load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "data" / "languages"
+GO = {"name": "go", "source_file": "main.go", "version": ["/usr/bin/go", "version"],
+      "compile": ["/usr/bin/go", "build", "-o", "out/main", "main.go"], "run": ["out/main"],
+      "memory": "cgroup", "address_space_mb": 16384}
+
+
+def test_the_tools_own_languages_are_read_and_name_their_toolchains():
+    languages = load_languages()
+    assert sorted(languages) == ["go", "java", "javascript", "rust", "typescript"]
+    assert "nodejs" in languages["javascript"].aliases and not languages["javascript"].compiles
+    assert languages["java"].memory == "cgroup" and languages["rust"].memory == "address-space"
+    assert languages["typescript"].npm and languages["typescript"].npm_prefix == "/opt/toolserver/typescript"
+    assert all(language.path.startswith(str(BUILT_IN)) for language in languages.values())
+
+
+def test_a_directory_of_more_languages_adds_and_replaces():
+    languages = load_languages(str(FIXTURES))
+    assert {"c", "kotlin"} <= set(languages) and languages["c"].path == str(FIXTURES / "c.toml")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"colour": "blue"}, "unknown key"),
+    ({"run": None}, "missing run"),
+    ({"compile": ["go", "build"]}, "compile\\[0\\] must be an absolute path"),
+    ({"run": ["main"]}, "run\\[0\\] must be an absolute path or a file under out/"),
+    ({"compile": [], "run": ["out/main"]}, "only a compile writes"),
+    ({"memory": "ulimit"}, "memory must be one of"),
+    ({"address_space_mb": 0}, "needs address_space_mb"),
+    ({"source_file": "../main.go"}, "plain file name"),
+    ({"name": "Go Lang"}, "lower-case"),
+    ({"aliases": [3]}, "must hold strings"),
+    ({"compile_timeout_ms": True}, "must be a int"),
+    ({"npm": ["typescript"], "npm_prefix": "/root/ts"}, "npm_prefix"),
+])
+def test_a_bad_language_file_is_refused_naming_the_file(change, message):
+    values = {key: value for key, value in {**GO, **change}.items() if value is not None}
+    with pytest.raises(ConfigError, match=f"language file x.toml: .*{message}"):
+        language_from(values, "x.toml")
+
+
+def test_two_languages_may_not_claim_one_name(tmp_path):
+    (tmp_path / "golang.toml").write_text('name = "golang"\nsource_file = "a.go"\nversion = ["/bin/true"]\n'
+                                          'run = ["/bin/true"]\n')
+    with pytest.raises(ConfigError, match="'golang' is claimed by"):
+        load_languages(str(tmp_path))
+
+
+def test_the_settings_name_only_described_languages():
+    assert load_settings(None, **{"program.languages": ["java", "go"]}).program.languages == ("java", "go")
+    with pytest.raises(ConfigError, match="program.languages names cobol, which no language file describes"):
+        load_settings(None, **{"program.languages": ["cobol"]})
+    with pytest.raises(ConfigError, match="must be an absolute path"):
+        load_settings(None, **{"program.languages_dir": "languages"})
+    assert load_settings(None, **{"program.languages_dir": str(FIXTURES),
+                                  "program.languages": ["c"]}).program.languages == ("c",)
+
+
+def test_a_version_probe_that_fails_says_nothing():
+    assert toolchain_version(("/bin/sh", "-c", "echo 'v1.2'; echo more")) == "v1.2"
+    assert toolchain_version(("/bin/sh", "-c", "echo found; exit 1")) == ""
+    assert toolchain_version(("/nonexistent/compiler", "--version")) == ""
+    absent = language_from({**GO, "version": ["/nonexistent/go", "version"]}, "x.toml")
+    assert missing([absent], every=False) == [absent] and missing([absent], every=True) == [absent]
+
+
+def launch(program: str, directory: Path) -> subprocess.CompletedProcess:
+    (directory / PROGRAM_FILE).write_text(program)
+    return subprocess.run([sys.executable, PROGRAM_FILE], cwd=directory, capture_output=True, text=True, timeout=60)
+
+
+def test_a_compile_packs_what_the_compiler_wrote_and_a_run_unpacks_it(tmp_path):
+    """The launchers outside the jail, with sh as the compiler: its messages on stdout
+    become stderr, out/ comes back packed, and the run execs what it unpacked."""
+    language = Language(name="shell", source_file="main.sh", version=("/bin/sh", "-c", "true"),
+                        compile=("/bin/sh", "-c", "echo compiling; cp main.sh out/main; mkdir out/lib; "
+                                                  "echo data > out/lib/x; echo $GREETING >&2"),
+                        run=("out/main", "{memory_mb}"), environment={"GREETING": "in {cwd}"})
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "main.sh").write_text("#!/bin/sh\necho ran with $1 MB; cat lib/x 2>/dev/null || cat out/lib/x\n")
+    compiled = launch(compile_program(language), build)
+    assert compiled.returncode == 0 and compiled.stdout == ""
+    assert compiled.stderr == f"compiling\nin {build}\n"
+    with zipfile.ZipFile(build / ARTIFACT) as packed:
+        assert sorted(packed.namelist()) == ["out/lib/x", "out/main"]
+    assert compile_step(language).artifact == ARTIFACT and compile_step(language).source_file == "main.sh"
+    runs = tmp_path / "run"
+    runs.mkdir()
+    (runs / ARTIFACT).write_bytes((build / ARTIFACT).read_bytes())
+    ran = launch(run_program(language, 64), runs)
+    assert (ran.returncode, ran.stdout) == (0, "ran with 64 MB\ndata\n"), ran.stderr
+    assert sorted(os.listdir(runs)) == ["out"]  # the launcher and the archive are gone
+
+
+def test_a_failed_compile_exits_with_the_compilers_status_and_packs_nothing(tmp_path):
+    language = language_from({**GO, "compile": ["/bin/sh", "-c", "echo 'main.go:1: nope' >&2; exit 2"]}, "x.toml")
+    failed = launch(compile_program(language), tmp_path)
+    assert failed.returncode == 2 and "main.go:1: nope" in failed.stderr and not (tmp_path / ARTIFACT).exists()
+
+
+def test_only_address_space_languages_cap_it_at_the_memory_limit():
+    rust = load_languages()["rust"]
+    java = load_languages()["java"]
+    assert "RLIMIT_AS" in run_program(rust, 256) and "RLIMIT_AS" not in run_program(java, 256)
+    assert "-Xmx256m" in run_program(java, 256)
