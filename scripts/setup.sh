@@ -68,7 +68,14 @@ if [ "${TOOLSERVER_LANGUAGES:-1}" != 0 ]; then
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $PACKAGES >/dev/null
   fi
-  "${TOOLCHAINS[@]}" npm | while read -r PREFIX NPM_PACKAGES; do
+  NPM_WANTED="$("${TOOLCHAINS[@]}" npm)"
+  if [ -n "$NPM_WANTED" ] && ! command -v npm >/dev/null 2>&1; then
+    echo "setup: installing npm"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  echo "$NPM_WANTED" | while read -r PREFIX NPM_PACKAGES; do
+    [ -n "$PREFIX" ] || continue
     echo "setup: installing $NPM_PACKAGES into $PREFIX"
     $SUDO mkdir -p "$PREFIX"
     # shellcheck disable=SC2086
