@@ -327,3 +327,22 @@ def test_the_command_line_calls_a_language(program_server):
     called = subprocess.run([sys.executable, "-m", "toolserver", "call", "--target", program_server[0].target,
                              "javascript", "console.log(6 * 7)"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert (called.returncode, called.stdout) == (0, "42\n"), called.stderr
+
+
+def test_a_program_has_no_network_and_sees_nothing_outside_its_scratch(client):
+    probe = """
+const net = require('net');
+const fs = require('fs');
+let seen = [];
+for (const path of ['/root', '/tmp', '/etc/toolserver']) {
+  try { seen.push(path + ':' + fs.readdirSync(path).length); } catch (e) { seen.push(path + ':' + e.code); }
+}
+const socket = net.connect({host: '1.1.1.1', port: 80, timeout: 2000});
+socket.on('connect', () => { console.log('connected ' + seen.join(' ')); process.exit(0); });
+socket.on('error', (e) => { console.log('refused ' + e.code + ' ' + seen.join(' ')); process.exit(0); });
+socket.on('timeout', () => { console.log('timed out ' + seen.join(' ')); process.exit(0); });
+"""
+    response = run(client, "javascript", probe, timeout_ms=10_000)
+    # no network; /root denied, the jail's own empty /tmp, the server's config hidden
+    assert (response.outcome, response.stdout) == (pb.OK, "refused ENETUNREACH /root:EACCES /tmp:0 "
+                                                          "/etc/toolserver:ENOENT\n")
