@@ -95,7 +95,8 @@ async def test_errors_come_back_as_tool_text_in_call_order(fleet, target):
     assert responses[0].startswith("\n<|im_start|>user\n<tool_response>\noutcome: ERROR: ZeroDivisionError")
     assert responses[1] == "\n<tool_response>\ncould not read the tool call: Expecting property name enclosed in " \
                            "double quotes: line 1 column 2 (char 1)"
-    assert responses[2] == "\n<tool_response>\nno tool named 'browser'; the tools are bash, cpp, lean, python, search"
+    assert responses[2] == ("\n<tool_response>\nno tool named 'browser'; the tools are bash, cpp, lean, program, "
+                            "python, search")
     assert responses[3].startswith("\n<tool_response>\nthe tool server refused the call: INVALID_ARGUMENT")
     assert responses[4] == "\n<tool_response>\nstdout:\n7\n"
     assert step["extra_logs"]["tool_errors"] == 1 and step["extra_logs"]["tool_failed"] == 1

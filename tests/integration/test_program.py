@@ -169,7 +169,7 @@ def client(program_server):
         yield client
 
 
-def run(client, language: str, source: str, cases=(), *, stdin: str = "", timeout_ms: int = 3000,
+def run(client, language: str, source: str, cases=(), *, stdin: str = "", timeout_ms: int = 2000,
         memory_mb: int = 256, max_output_bytes: int = 0) -> pb.ExecuteResponse:
     return client.execute(pb.ExecuteRequest(
         program=pb.ProgramCall(language=language, source=source, cases=list(cases), stdin=stdin),

@@ -95,7 +95,8 @@ def test_errors_come_back_as_tool_text_in_call_order(fleet):
     assert len(blocks) == 6 and blocks[-1] == ""
     assert blocks[0].startswith("<tool_response>\noutcome: ERROR: ZeroDivisionError")
     assert blocks[1].startswith("\n<tool_response>\ncould not read the tool call: Expecting property name")
-    assert blocks[2] == "\n<tool_response>\nno tool named 'browser'; the tools are bash, cpp, lean, python, search"
+    assert blocks[2] == ("\n<tool_response>\nno tool named 'browser'; the tools are bash, cpp, lean, program, "
+                         "python, search")
     assert "the tool server refused the call: INVALID_ARGUMENT" in blocks[3]
     assert blocks[4] == "\n<tool_response>\nstdout:\nstill here\n"
     assert step["done"] is False and step["metadata"]["tool_calls"] == ["python", "", "browser", "search", "python"]
