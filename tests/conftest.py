@@ -9,6 +9,7 @@ import contextlib
 import fcntl
 import os
 import pwd
+import random
 import re
 import socket
 import subprocess
@@ -117,10 +118,35 @@ def sandbox_slots():
         yield lambda count: stack.enter_context(lent_slots(count))
 
 
+HANDED_OUT_PORTS: set[int] = set()
+
+
+def ephemeral_ports() -> range:
+    """The ports the kernel picks for a bind to port 0 and for outgoing connections."""
+    try:
+        low, high = (int(part) for part in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port nothing listens on, for a server a test starts, never the same twice in a run.
+    It lies below the kernel's ephemeral range: a port the kernel picked would be free again
+    once this returns, and another server's port-0 listener (its metrics) or any outgoing
+    connection could take it before the server binds it."""
+    below = range(20000 if ephemeral_ports().start > 21000 else 1024, ephemeral_ports().start)
+    while True:
+        with socket.socket() as sock:
+            port = random.choice(below) if len(below) > 1000 else 0  # else the kernel's pick, as a last resort
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            port = sock.getsockname()[1]
+        if port not in HANDED_OUT_PORTS:
+            HANDED_OUT_PORTS.add(port)
+            return port
 
 
 class RunningServer:
