@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import posixpath
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,15 @@ def reply_frame_bytes(limits: CallLimits) -> int:
 
 
 @dataclass(frozen=True)
+class KeptFile:
+    """A file a zygote may keep between calls (a compiled program, run case after case):
+    its bytes go to a zygote once, and later calls there name it by key."""
+
+    key: str     # names the bytes and whose they are (a digest of both: no caller's file is another's)
+    data: bytes
+
+
+@dataclass(frozen=True)
 class CallRequest:
     id: str
     code: str
@@ -58,12 +68,27 @@ class CallRequest:
     stdin: str = ""
     profile: str = ""  # the guard's import profile; "" where the zygote runs without a guard
     files: dict[str, bytes] = field(default_factory=dict)  # written into the working directory first
+    kept_files: dict[str, KeptFile] = field(default_factory=dict)  # written there too, sent once a zygote
     fetch_files: tuple[str, ...] = ()  # read back from it after the code ran
 
-    def wire(self) -> dict[str, Any]:
-        """The request frame's JSON object (file contents in base64)."""
+    def wire(self, held: Collection[str] = (), new: Collection[str] = (),
+             forget: Sequence[str] = ()) -> dict[str, Any]:
+        """The request frame's JSON object (file contents in base64) for a zygote that holds
+        the kept files keyed in held, is to keep those keyed in new (their bytes go with
+        this frame) and to forget those in forget first; a kept file in neither goes as
+        one of files, and is not kept."""
+        files = dict(self.files)
+        kept, kept_data = {}, {}
+        for path, file in self.kept_files.items():
+            if file.key in held or file.key in new:
+                kept[path] = file.key
+                if file.key in new:
+                    kept_data[file.key] = base64.b64encode(file.data).decode("ascii")
+            else:
+                files[path] = file.data
         return {"id": self.id, "code": self.code, "stdin": self.stdin, "profile": self.profile,
-                "files": {path: base64.b64encode(data).decode("ascii") for path, data in self.files.items()},
+                "files": {path: base64.b64encode(data).decode("ascii") for path, data in files.items()},
+                "kept": kept, "kept_data": kept_data, "forget": list(forget),
                 "fetch_files": list(self.fetch_files), **dataclasses.asdict(self.limits)}
 
 

@@ -110,6 +110,9 @@ class ZygoteSpec:
     jail: JailPolicy = field(default_factory=JailPolicy)
     insecure_no_sandbox: bool = False
     start_timeout_s: float = 60.0
+    kept_files_mb: int = 0  # the kept files (CallRequest.kept_files) each zygote keeps; 0: none, all are sent.
+                            # Only for pools whose calls run the server's own launcher (cpp, program): a
+                            # call's process holds what its zygote keeps in its memory until it execs
 
 
 def program_argv(spec: ZygoteSpec, slot: Slot, program: list[str], keep_fds: tuple[int, ...] = ()) -> list[str]:
@@ -381,6 +384,8 @@ class Zygote(JailedProcess):
         self.hello: dict[str, Any] = {}
         self.calls = 0
         self._oom_kills = 0
+        self.kept: collections.OrderedDict[str, int] = collections.OrderedDict()  # what the zygote keeps: key ->
+                                                                                # size, least recently used first
 
     async def start(self) -> dict[str, Any]:
         """Starts the jail and waits for the zygote's hello; raises WorkerLost.
@@ -415,7 +420,7 @@ class Zygote(JailedProcess):
         if not self.alive:
             raise WorkerLost("worker is not running")
         assert self._process is not None and self._process.stdin is not None
-        data = json.dumps(request.wire()).encode()
+        data = json.dumps(request.wire(*self._keep(request))).encode()
         self.calls += 1
         memory_mb = request.limits.memory_mb
         try:
@@ -435,6 +440,33 @@ class Zygote(JailedProcess):
         if self.cgroup is not None:
             self._account_memory(reply, memory_mb)
         return reply
+
+    def _keep(self, request: CallRequest) -> tuple[set[str], set[str], list[str]]:
+        """Which of request's kept files the zygote holds (they go by key), which it is to
+        keep from this call on (their bytes go once) and which it is to forget first, least
+        recently used first, so that it keeps at most the spec's kept_files_mb. The zygote
+        keeps exactly what it is told: this is its whole account."""
+        budget = self.spec.kept_files_mb << 20
+        files = {file.key: len(file.data) for file in request.kept_files.values()}
+        held = {key for key in files if key in self.kept}
+        for key in held:
+            self.kept.move_to_end(key)
+        room = budget - sum(files[key] for key in held)
+        new = set()
+        for key, size in files.items():
+            if key not in held and size <= room:
+                new.add(key)
+                room -= size
+        forget = []
+        total = sum(self.kept.values()) + sum(files[key] for key in new)
+        for key in list(self.kept):
+            if total <= budget:
+                break
+            if key not in held:
+                total -= self.kept.pop(key)
+                forget.append(key)
+        self.kept.update((key, files[key]) for key in new)
+        return held, new, forget
 
     def cancel_call(self) -> None:
         """Asks the zygote to kill the call it runs (its caller went away): it answers at

@@ -27,15 +27,27 @@ def inside_home(name):
     return path if path.startswith(home + os.sep) else None
 
 
+def write_file(name, data):
+    """Writes data to name (a path relative to the home), parents made."""
+    path = inside_home(name)
+    if path is None:
+        raise ValueError(f"file path {name!r} leaves the working directory")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as out:
+        out.write(data)
+
+
 def write_files(files):
-    """Writes the call's files (base64 by relative path) into its home, parents made."""
+    """Writes the call's files (base64 by relative path) into its home."""
     for name, text in files.items():
-        path = inside_home(name)
-        if path is None:
-            raise ValueError(f"file path {name!r} leaves the working directory")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as out:
-            out.write(base64.b64decode(text))
+        write_file(name, base64.b64decode(text))
+
+
+def write_kept_files(kept, held, sent):
+    """Writes the call's kept files (a key by relative path): the bytes the zygote held
+    when it forked this process, or those that came with the request (base64 by key)."""
+    for name, key in kept.items():
+        write_file(name, held[key] if key in held else base64.b64decode(sent[key]))
 
 
 def fetch_files(names, budget):

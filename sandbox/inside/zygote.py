@@ -8,7 +8,9 @@ Protocol on stdin/stdout: frames of a 4-byte big-endian length and a JSON object
 The zygote first writes a hello frame and reads the host's settled frame (which names
 the jail's own writable mounts, once the host has capped them), then answers each
 request frame with exactly one result frame. Requests may wait in the pipe while it
-cleans up after the last call.
+cleans up after the last call. It keeps the files the host tells it to keep (a compiled
+program's bytes, run case after case), in its own memory, where no call can change them:
+later requests name them by key, and the host decides what is kept and what forgotten.
 
 Per call it forks, ahead of time, the process that runs the call as `python3 main.py`
 would (docs/runtime.md): the code written to main.py in the working directory, a fresh
@@ -37,6 +39,7 @@ replaces the worker) or write a forged result frame about its own call.
 """
 
 import _signal
+import base64
 import gc
 import json
 import os
@@ -57,7 +60,7 @@ from sandbox.inside.call_process import (
 )
 from sandbox.inside.cgroup import CallCgroup
 from sandbox.inside.cleanup import bytes_used, distinct_filesystems, kill_everything_else, tmpfs_directories, wipe
-from sandbox.inside.files import fetch_files, write_files, write_program
+from sandbox.inside.files import fetch_files, write_files, write_kept_files, write_program
 from sandbox.inside.frames import read_frame, send_frame, write_all
 from sandbox.inside.outcome import Capture, classify
 from sandbox.inside.program import PROGRAM_FILE, flush_std, main_module, run_program
@@ -76,8 +79,9 @@ SCRATCH_POLL_S = 0.02  # how often a call's scratch usage is checked; it writes 
 FLUSH_GRACE_S = 0.05  # a call past its time: how long it may write out its buffered output (at most
                       # a tenth of its limit) before its processes are killed
 # The keys of a request frame: the host builds them from sandbox.calls.CallRequest.
-REQUEST_KEYS = ("id", "code", "stdin", "profile", "files", "fetch_files", "timeout_ms", "memory_mb", "max_output_bytes",
-                "max_processes", "max_file_mb", "max_open_files", "max_scratch_mb", "address_space_mb")
+REQUEST_KEYS = ("id", "code", "stdin", "profile", "files", "kept", "kept_data", "forget", "fetch_files", "timeout_ms",
+                "memory_mb", "max_output_bytes", "max_processes", "max_file_mb", "max_open_files", "max_scratch_mb",
+                "address_space_mb")
 
 
 class Child:
@@ -125,6 +129,8 @@ class Zygote:
         self.empty_size = {}  # the size each of private_dirs on a tmpfs has when empty
         self.running_call = 0  # the pid of the call's process while its call runs
         self.cancelled = False  # whether the host cancelled the running call
+        self.kept = {}  # key -> bytes: the files the host asked this zygote to keep (it chooses what, and
+                        # how much); a call's process finds those kept before it was forked
         self.call_result_fd = -1  # in a call's process: the pipe its result goes to
         self.call_pid = -1  # in a call's process: its pid (its own child processes have others)
 
@@ -152,9 +158,9 @@ class Zygote:
                                             outside, self.hand_back or None)
                 for name, rules in policy["profiles"].items()}
 
-    def serve(self, control_in, control_out, cgroup, baseline_kb):
+    def serve(self, control_in, control_out, cgroup):
         """Answers request frames, one at a time, until the host closes its end."""
-        child = self.forked(cgroup, baseline_kb)
+        child = self.forked(cgroup)
         while True:
             payload = read_frame(control_in)
             if payload is None:
@@ -165,6 +171,7 @@ class Zygote:
                 send_frame(control_out, {"id": request.get("id", ""), "outcome": "INVALID",
                                          "error": f"the request lacks {', '.join(missing)}"})
                 continue
+            self.keep_files(request["forget"], request["kept_data"])
             cgroup.cap(request["memory_mb"])
             write_program(self.home, request["code"])
             reply = self.execute(child, request, payload)
@@ -173,11 +180,20 @@ class Zygote:
                 reply["truncated"] = reply["truncated"] or left_out
             send_frame(control_out, reply)
             self.clean_up(child)
-            child = self.forked(cgroup, baseline_kb)
+            child = self.forked(cgroup)
 
-    def forked(self, cgroup, baseline_kb):
-        """The next call's process, forked ahead and moved into the slot's memory cgroup."""
-        child = Child(self, baseline_kb)
+    def keep_files(self, forget, sent):
+        """Forgets the kept files the host no longer wants kept, then keeps those it sent
+        (its call's process, forked before, decodes them from its request itself)."""
+        for key in forget:
+            self.kept.pop(key, None)
+        for key, text in sent.items():
+            self.kept[key] = base64.b64decode(text)
+
+    def forked(self, cgroup):
+        """The next call's process, forked ahead and moved into the slot's memory cgroup. Its
+        memory limit counts above the address space it inherits (the kept files with it)."""
+        child = Child(self, vm_size_kb())
         cgroup.enlist(child.pid)
         return child
 
@@ -209,6 +225,7 @@ class Zygote:
             os.close(req_r)
             point_stdin_at(request["stdin"])
             write_files(request["files"])
+            write_kept_files(request["kept"], self.kept, request["kept_data"])
             set_limits(request, baseline_kb)
             if self.guards.get(request["profile"]) is not None:
                 self.guards[request["profile"]]()
@@ -399,7 +416,7 @@ def main(config):
     zygote.settle(json.loads(settled)["private_dirs"], policy)
     gc.collect()
     gc.freeze()
-    zygote.serve(control_in, control_out, CallCgroup(config.get("cgroup_fds") or {}), vm_size_kb())
+    zygote.serve(control_in, control_out, CallCgroup(config.get("cgroup_fds") or {}))
 
 
 if __name__ == "zygote":

@@ -6,13 +6,26 @@ import base64
 
 import pytest
 
-from sandbox.calls import CallLimits, CallReply, CallRequest, working_path
+from sandbox.calls import CallLimits, CallReply, CallRequest, KeptFile, working_path
 
 
 def test_files_travel_in_base64():
     frame = CallRequest("r", "1", CallLimits(1, 1, 1, 1, 1, 1), files={"a/b.bin": b"\x00\xff"},
                         fetch_files=("out.txt",)).wire()
     assert base64.b64decode(frame["files"]["a/b.bin"]) == b"\x00\xff" and frame["fetch_files"] == ["out.txt"]
+
+
+def test_a_kept_file_goes_by_key_where_the_zygote_holds_it_and_with_its_bytes_once():
+    request = CallRequest("r", "1", CallLimits(1, 1, 1, 1, 1, 1),
+                          kept_files={"held.bin": KeptFile("h", b"held"), "new.bin": KeptFile("n", b"\x00\xff"),
+                                      "plain.bin": KeptFile("p", b"plain")})
+    frame = request.wire(held={"h"}, new={"n"}, forget=["old"])
+    assert frame["kept"] == {"held.bin": "h", "new.bin": "n"} and frame["forget"] == ["old"]
+    assert {key: base64.b64decode(text) for key, text in frame["kept_data"].items()} == {"n": b"\x00\xff"}
+    assert {path: base64.b64decode(text) for path, text in frame["files"].items()} == {"plain.bin": b"plain"}
+    everything_plain = request.wire()  # a zygote that keeps nothing gets every file as one of files
+    assert (everything_plain["kept"], everything_plain["kept_data"]) == ({}, {})
+    assert sorted(everything_plain["files"]) == ["held.bin", "new.bin", "plain.bin"]
 
 
 def test_a_reply_reads_a_result_frame():

@@ -5,9 +5,11 @@ from __future__ import annotations
 import ast
 import asyncio
 import dataclasses
+import hashlib
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +19,7 @@ from sandbox.calls import (
     CallReply,
     CallRequest,
     CellRequest,
+    KeptFile,
     SessionStart,
     reply_frame_bytes,
 )
@@ -124,8 +127,8 @@ def test_the_zygote_writes_the_program_where_the_host_keeps_room_for_it():
 class WithoutScratchCap(CallRequest):
     """A request frame that lacks a key, as a host of another version might send."""
 
-    def wire(self) -> dict:
-        frame = super().wire()
+    def wire(self, *args: Any, **kwargs: Any) -> dict:
+        frame = super().wire(*args, **kwargs)
         del frame["max_scratch_mb"]
         return frame
 
@@ -206,6 +209,31 @@ async def test_a_program_imports_its_own_modules_of_the_librarys_names(slot):
         await zygote.start()
         reply = await zygote.run(request, 10)
         assert reply.outcome == "OK" and reply.value == "([], 'frames', 'inside')", reply
+    finally:
+        await zygote.kill()
+
+
+async def test_a_kept_file_is_sent_once_and_every_call_finds_it_whole(slot):
+    """A zygote keeps a program's bytes between calls (a compiled program run case after
+    case): the host sends them once and names them after, within the spec's budget, least
+    recently used forgotten first. A call that spoils its copy leaves the next call's
+    whole; a file past the budget is sent every time."""
+    zygote = Zygote(ZygoteSpec(interpreter=sys.executable, jail=JailPolicy(hidden_paths=(PROJECT,)),
+                               kept_files_mb=1), slot)
+    code = ("import hashlib\nwith open('bin/prog', 'rb') as f:\n    data = f.read()\n"
+            "with open('bin/prog', 'wb') as f:\n    f.write(b'spoiled')\nhashlib.sha256(data).hexdigest()")
+    files = {name: KeptFile(name, os.urandom(size)) for name, size in
+             (("small", 300_000), ("other", 600_000), ("third", 400_000), ("big", 2 << 20))}
+    runs = [("small", ["small"]), ("small", ["small"]), ("other", ["small", "other"]), ("small", ["other", "small"]),
+            ("third", ["small", "third"]), ("big", ["small", "third"]), ("other", ["third", "other"]),
+            ("third", ["other", "third"])]
+    try:
+        await zygote.start()
+        for name, kept_after in runs:
+            request = dataclasses.replace(call(code), kept_files={"bin/prog": files[name]})
+            reply = await zygote.run(request, 10)
+            assert reply.outcome == "OK" and reply.value == repr(hashlib.sha256(files[name].data).hexdigest()), reply
+            assert list(zygote.kept) == kept_after, (name, list(zygote.kept))
     finally:
         await zygote.kill()
 

@@ -31,19 +31,20 @@ def no_slots(tool: str) -> str:
 
 async def start_tool_pool(tool: str, context: BuildContext, slots: list[Slot], stack: AsyncExitStack, *,
                           runtime: Runtime, max_queue: int, grace_s: float, recycle_after: int,
-                          preload: tuple[str, ...] = ()) -> WorkerPool:
+                          preload: tuple[str, ...] = (), kept_files_mb: int = 0) -> WorkerPool:
     """A started pool of one class of zygotes on the sandbox's own spec and the runtime its
     tool names, for a tool whose calls all run alike (its scheduler of its own, named for
     the tool); preload: the modules its calls' launchers import, imported once by each
-    zygote. Its teardown goes on stack. Raises NoPool when it has no slots, the sandbox is
-    not proven, or no worker could start."""
+    zygote; kept_files_mb: what each keeps of its calls' kept files. Its teardown goes on
+    stack. Raises NoPool when it has no slots, the sandbox is not proven, or no worker
+    could start."""
     if not slots:
         raise NoPool(no_slots(tool))
     if not context.state.serving:
         raise NoPool(context.state.reason)
     slot_cgroups = SlotCgroups(context.cgroups, context.settings.sandbox.jail_max_processes)
     stack.callback(slot_cgroups.remove_all)
-    spec = dataclasses.replace(sandbox_spec(context.settings, runtime), preload=preload)
+    spec = dataclasses.replace(sandbox_spec(context.settings, runtime), preload=preload, kept_files_mb=kept_files_mb)
     pool = WorkerPool(spec, slots, max_queue=max_queue, grace_s=grace_s,
                       recycle_after=recycle_after, name=tool, slot_cgroups=slot_cgroups,
                       scheduler=Scheduler(max_queue=max_queue, tool=tool))
