@@ -159,6 +159,8 @@ PROSE: list[tuple[str, str, Callable[[pytest.MonkeyPatch], object]]] = [
     ("docs/calls.md", r"`/usr/bin/g\+\+ (-std=[^`]+)`",
      lambda _: " ".join(SETTINGS.cpp.command()[1:]) if SETTINGS.cpp.compiler == "/usr/bin/g++" else None),
     ("docs/calls.md", r"`\[cpp\] cache_mb` \((\d+)\)", lambda _: SETTINGS.cpp.cache_mb),
+    ("docs/calls.md", r"`\[cpp\] kept_mb`,\s+(\d+) MB", lambda _: SETTINGS.cpp.kept_mb),
+    ("docs/calls.md", r"`\[program\] kept_mb`,\s+(\d+) MB", lambda _: SETTINGS.program.kept_mb),
     ("docs/calls.md", r"`\[bash\] workers`, (\d+)\)", lambda _: SETTINGS.bash.workers),
     ("docs/calls.md", r"`\[bash\] shell` \(Debian's `([^`]+)`\)", lambda _: SETTINGS.bash.shell),
     ("docs/calls.md", r"`compile_memory_mb` (\d+) GB", lambda _: SETTINGS.cpp.compile_memory_mb // 1024),

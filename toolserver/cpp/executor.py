@@ -21,8 +21,8 @@ from toolserver.cpp.precompiled import precompiled_header
 from toolserver.cpp.programs import BINARY_FILE, compile_step, run_program
 from toolserver.cpp.schema import cpp_call_from_json, cpp_tool_spec
 from toolserver.cpp.settings import CppSettings
-from toolserver.errors import InvalidRequest, ToolUnavailable
-from toolserver.judging.cases import Run, compile_failed, judged, run_cases
+from toolserver.errors import ToolUnavailable
+from toolserver.judging.cases import Run, check_call, compile_failed, judged, run_cases
 from toolserver.judging.compiler import COMPILER_OUTPUT_BYTES, Compiler
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext
@@ -56,15 +56,8 @@ class CppExecutor(PooledTool):
         return cpp_call_from_json(arguments)
 
     def check(self, call: pb.CppCall) -> None:
-        cpp = self.settings.section(CppSettings)
-        if not call.source.strip():
-            raise InvalidRequest("source is empty")
-        if len(call.source.encode("utf-8", errors="surrogateescape")) > cpp.max_source_kb << 10:
-            raise InvalidRequest(f"source is longer than cpp.max_source_kb ({cpp.max_source_kb} KiB)")
-        if len(call.cases) > cpp.max_cases:
-            raise InvalidRequest(f"{len(call.cases)} cases; cpp.max_cases is {cpp.max_cases}")
-        if call.cases and call.stdin:
-            raise InvalidRequest("stdin is the input of the one run without cases: give each case its stdin")
+        section = self.settings.section(CppSettings)
+        check_call(call, "cpp", section.max_source_kb, section.max_cases)
 
     async def run(self, call: pb.CppCall, limits: pb.Limits, request_id: str,
                   caller: CallerPolicy = OPEN_POLICY) -> pb.ExecuteResponse:
@@ -78,7 +71,7 @@ class CppExecutor(PooledTool):
         if not compiled.ok:
             return compile_failed(request_id, compiled, "cpp")
         cases = list(call.cases) or [pb.CppCase(stdin=call.stdin)]
-        run = Run(run_program(granted.memory_mb), {BINARY_FILE: compiled.binary})
+        run = Run(run_program(granted.memory_mb), kept_files={BINARY_FILE: compiled.kept()})
         results, queued_us = await run_cases(self.pool, run, cases, granted, call.compare, call.stop_on_failure,
                                              request_id)
         return judged(request_id, compiled, results, queued_us, "cpp")
@@ -108,7 +101,7 @@ async def build_cpp(context: BuildContext, stack: AsyncExitStack) -> CppExecutor
     try:
         pool = await start_tool_pool("cpp", context, slots, stack, runtime=cpp.runtime(),
                                      max_queue=cpp.max_queue, grace_s=cpp.worker_grace_s,
-                                     recycle_after=cpp.recycle_after)
+                                     recycle_after=cpp.recycle_after, kept_files_mb=cpp.kept_mb)
     except NoPool as exc:
         return CppExecutor(settings, None, None, name, str(exc))
     caps = settings.limits

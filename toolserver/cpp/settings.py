@@ -42,6 +42,9 @@ class CppSettings(ToolSection):
                                          # template header maps ~300 MB)
     cache_mb: int = 256                  # binaries kept by source and flags, least recently used
                                          # dropped first: the same program compiles once
+    kept_mb: int = 32                    # compiled programs each worker keeps, least recently used
+                                         # dropped first: a program's next case there is sent by name,
+                                         # not its bytes (0: every run is sent its program)
     max_source_kb: int = 512             # longer sources are a request error
     max_cases: int = 1024                # test cases in one call
     max_queue: int = 4096                # compiles and runs waiting for a worker; past it
@@ -66,8 +69,8 @@ class CppSettings(ToolSection):
     def validate(self) -> None:
         require_positive("cpp", self, ("compile_timeout_ms", "max_compile_timeout_ms", "compile_memory_mb", "cache_mb",
                                        "max_source_kb", "max_cases", "max_queue", "worker_grace_s", "recycle_after"))
-        if self.workers < 0:
-            raise ConfigError("cpp.workers must not be negative")
+        if self.workers < 0 or self.kept_mb < 0:
+            raise ConfigError("cpp.workers and cpp.kept_mb must not be negative")
         if self.compile_timeout_ms > self.max_compile_timeout_ms:
             raise ConfigError(f"cpp.compile_timeout_ms ({self.compile_timeout_ms}) exceeds "
                               f"cpp.max_compile_timeout_ms ({self.max_compile_timeout_ms})")

@@ -9,10 +9,11 @@ compiler's messages.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from sandbox.calls import CallLimits, CallRequest
+from sandbox.calls import CallLimits, CallRequest, KeptFile
 from toolcontract.v1 import toolserver_pb2 as pb
+from toolserver.errors import InvalidRequest
 from toolserver.judging.compiler import Compiled
 from toolserver.judging.judge import case_result, passed
 from toolserver.text import valid_text
@@ -25,12 +26,25 @@ COMPILE_FAULTS = ("ERROR", "TIMEOUT", "MEMORY_LIMIT", "OUTPUT_LIMIT")  # a compi
 @dataclass(frozen=True)
 class Run:
     """How each case runs: the program its jailed process runs, the files it gets (the
-    compile's artifact, or the source of a language that does not compile), and what its
-    runtime writes when an allocation is refused."""
+    compile's artifact, kept by the workers, or the source of a language that does not
+    compile), and what its runtime writes when an allocation is refused."""
 
     program: str
-    files: dict[str, bytes]
+    files: dict[str, bytes] = field(default_factory=dict)
+    kept_files: dict[str, KeptFile] = field(default_factory=dict)
     out_of_memory: tuple[str, ...] = (OUT_OF_MEMORY,)
+
+
+def check_call(call: pb.CppCall | pb.ProgramCall, section: str, max_source_kb: int, max_cases: int) -> None:
+    """InvalidRequest for a judged call its tool's section ([cpp], [program]) refuses."""
+    if not call.source.strip():
+        raise InvalidRequest("source is empty")
+    if len(call.source.encode("utf-8", errors="surrogateescape")) > max_source_kb << 10:
+        raise InvalidRequest(f"source is longer than {section}.max_source_kb ({max_source_kb} KiB)")
+    if len(call.cases) > max_cases:
+        raise InvalidRequest(f"{len(call.cases)} cases; {section}.max_cases is {max_cases}")
+    if call.cases and call.stdin:
+        raise InvalidRequest("stdin is the input of the one run without cases: give each case its stdin")
 
 
 async def run_cases(pool: WorkerPool, run: Run, cases: list[pb.CppCase], limits: CallLimits, compare: int,
@@ -42,7 +56,8 @@ async def run_cases(pool: WorkerPool, run: Run, cases: list[pb.CppCase], limits:
     for start in range(0, len(cases), step):
         indexes = range(start, min(start + step, len(cases)))
         runs = [asyncio.ensure_future(pool.run(CallRequest(f"{request_id}/{index}", run.program, limits,
-                                                           stdin=cases[index].stdin, files=run.files)))
+                                                           stdin=cases[index].stdin, files=run.files,
+                                                           kept_files=run.kept_files)))
                 for index in indexes]
         index_of = dict(zip(runs, indexes))
         try:

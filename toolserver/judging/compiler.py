@@ -18,7 +18,7 @@ import hashlib
 import time
 from dataclasses import dataclass
 
-from sandbox.calls import CallLimits, CallReply, CallRequest
+from sandbox.calls import CallLimits, CallReply, CallRequest, KeptFile
 from toolserver.zygotes.pool import WorkerPool
 
 COMPILER_OUTPUT_BYTES = 4 << 20  # the compiler's messages kept; a compiler that writes more is stopped there
@@ -49,10 +49,16 @@ class Compiled:
     elapsed_us: int = 0
     queued_us: int = 0
     cached: bool = False
+    digest: str = ""          # names the binary and its owner for the workers that keep it (`kept`)
 
     @property
     def ok(self) -> bool:
         return self.outcome == "OK" and bool(self.binary)
+
+    def kept(self) -> KeptFile:
+        """The binary as a file the tool's workers keep: each run of it after a worker's
+        first is sent its digest."""
+        return KeptFile(self.digest, self.binary)
 
 
 class BinaryCache:
@@ -110,22 +116,23 @@ class Compiler:
         task = self._compiling.get(key)
         first = task is None
         if task is None:
-            task = asyncio.ensure_future(self._compile_and_keep(key, source, timeout_ms, request_id))
+            task = asyncio.ensure_future(self._compile_and_keep(key, source, timeout_ms, request_id, owner))
             task.add_done_callback(lambda done: done.cancelled() or done.exception())  # retrieved, whoever waits
             self._compiling[key] = task
         compiled = await asyncio.shield(task)
         return compiled if first else dataclasses.replace(compiled, cached=True)
 
-    async def _compile_and_keep(self, key: str, source: str, timeout_ms: int, request_id: str) -> Compiled:
+    async def _compile_and_keep(self, key: str, source: str, timeout_ms: int, request_id: str,
+                                owner: str) -> Compiled:
         try:
-            compiled = await self._compile(source, timeout_ms, request_id)
+            compiled = await self._compile(source, timeout_ms, request_id, owner)
         finally:
             del self._compiling[key]
         if compiled.ok or compiled.outcome == "ERROR":
             self.cache.put(key, compiled)
         return compiled
 
-    async def _compile(self, source: str, timeout_ms: int, request_id: str) -> Compiled:
+    async def _compile(self, source: str, timeout_ms: int, request_id: str, owner: str) -> Compiled:
         self.compiles += 1
         request = CallRequest(f"{request_id}/compile", self.step.program,
                               dataclasses.replace(self.limits, timeout_ms=timeout_ms),
@@ -139,7 +146,10 @@ class Compiler:
             outcome, reply.error = "CRASHED", "the compiler reported success but wrote no program"
         elif outcome == "ERROR":
             reply.error = f"compilation failed (exit status {reply.exit_code})"
-        return Compiled(outcome=outcome, binary=binary if outcome == "OK" else b"", messages=reply.stderr,
+        if outcome != "OK":
+            binary = b""
+        digest = hashlib.sha256(owner.encode("utf-8", errors="surrogateescape") + b"\0" + binary).hexdigest()
+        return Compiled(outcome=outcome, binary=binary, digest=digest, messages=reply.stderr,
                         error=reply.error, exit_code=reply.exit_code,
                         elapsed_us=reply.elapsed_us or int((time.monotonic() - started) * 1e6),
                         queued_us=reply.queued_us)

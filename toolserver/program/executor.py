@@ -22,7 +22,7 @@ from sandbox.calls import CallLimits
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
 from toolserver.errors import InvalidRequest, ToolUnavailable
-from toolserver.judging.cases import Run, compile_failed, judged, run_cases
+from toolserver.judging.cases import Run, check_call, compile_failed, judged, run_cases
 from toolserver.judging.compiler import COMPILER_OUTPUT_BYTES, Compiler
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.program.languages import Language, hidden_toolchain, load_languages, toolchain_version
@@ -97,15 +97,8 @@ class ProgramExecutor(PooledTool):
         return served
 
     def check(self, call: pb.ProgramCall) -> None:
-        program = self.settings.section(ProgramSettings)
-        if not call.source.strip():
-            raise InvalidRequest("source is empty")
-        if len(call.source.encode("utf-8", errors="surrogateescape")) > program.max_source_kb << 10:
-            raise InvalidRequest(f"source is longer than program.max_source_kb ({program.max_source_kb} KiB)")
-        if len(call.cases) > program.max_cases:
-            raise InvalidRequest(f"{len(call.cases)} cases; program.max_cases is {program.max_cases}")
-        if call.cases and call.stdin:
-            raise InvalidRequest("stdin is the input of the one run without cases: give each case its stdin")
+        section = self.settings.section(ProgramSettings)
+        check_call(call, "program", section.max_source_kb, section.max_cases)
 
     async def run(self, call: pb.ProgramCall, limits: pb.Limits, request_id: str,
                   caller: CallerPolicy = OPEN_POLICY) -> pb.ExecuteResponse:
@@ -118,16 +111,17 @@ class ProgramExecutor(PooledTool):
         if language.memory == "cgroup":
             granted = dataclasses.replace(granted, address_space_mb=language.address_space_mb)
         compiled = None
-        files = {language.source_file: call.source.encode("utf-8", errors="surrogateescape")}
+        run = Run(run_program(language, granted.memory_mb),
+                  {language.source_sent: call.source.encode("utf-8", errors="surrogateescape")},
+                  out_of_memory=language.out_of_memory)
         if served.compiler is not None:
             timeout_ms = min(call.compile_timeout_ms or language.compile_timeout_ms,
                              self.settings.section(ProgramSettings).max_compile_timeout_ms)
             compiled = await served.compiler.compile(call.source, timeout_ms, request_id, caller.name)
             if not compiled.ok:
                 return compile_failed(request_id, compiled, "program")
-            files = {ARTIFACT: compiled.binary}
+            run = dataclasses.replace(run, files={}, kept_files={ARTIFACT: compiled.kept()})
         cases = list(call.cases) or [pb.CppCase(stdin=call.stdin)]
-        run = Run(run_program(language, granted.memory_mb), files, language.out_of_memory)
         results, queued_us = await run_cases(self.pool, run, cases, granted, call.compare, call.stop_on_failure,
                                              request_id)
         return judged(request_id, compiled, results, queued_us, "program")
@@ -179,7 +173,8 @@ async def build_program(context: BuildContext, stack: AsyncExitStack) -> Program
     try:
         pool = await start_tool_pool("program", context, slots, stack, runtime=program.runtime(),
                                      max_queue=program.max_queue, grace_s=program.worker_grace_s,
-                                     recycle_after=program.recycle_after, preload=PRELOAD)
+                                     recycle_after=program.recycle_after, preload=PRELOAD,
+                                     kept_files_mb=program.kept_mb)
     except NoPool as exc:
         return ProgramExecutor(settings, None, languages, str(exc))
     cache_bytes = (program.cache_mb << 20) // max(1, len(languages))

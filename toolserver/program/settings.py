@@ -38,6 +38,9 @@ class ProgramSettings(ToolSection):
     max_compile_timeout_ms: int = 60_000  # the most a call may ask for a compile
     cache_mb: int = 256                  # compiled programs kept by language, source and caller, least
                                          # recently used dropped first
+    kept_mb: int = 32                    # compiled programs each worker keeps, least recently used
+                                         # dropped first: a program's next case there is sent by name,
+                                         # not its bytes (0: every run is sent its program)
     max_source_kb: int = 512             # longer sources are a request error
     max_cases: int = 1024                # test cases in one call
     max_queue: int = 4096                # compiles and runs waiting for a worker; past it RESOURCE_EXHAUSTED
@@ -57,8 +60,8 @@ class ProgramSettings(ToolSection):
     def validate(self) -> None:
         require_positive("program", self, ("max_compile_timeout_ms", "cache_mb", "max_source_kb", "max_cases",
                                            "max_queue", "worker_grace_s", "recycle_after"))
-        if self.workers < 0:
-            raise ConfigError("program.workers must not be negative")
+        if self.workers < 0 or self.kept_mb < 0:
+            raise ConfigError("program.workers and program.kept_mb must not be negative")
         if self.languages_dir and not os.path.isabs(self.languages_dir):
             raise ConfigError(f"program.languages_dir must be an absolute path, got {self.languages_dir!r}")
         if len(set(self.languages)) != len(self.languages):
