@@ -18,6 +18,8 @@
 #   BASE_IMAGE              its base (default: localhost/debian-bookworm-minbase, made here by
 #                           debootstrap; name debian:12-slim where a registry is reachable)
 #   TOOLSERVER_EXTRAS       extras of the package, as the Dockerfile's build argument ("")
+#   TOOLSERVER_IMAGE_LANGUAGES  the program tool's toolchains, the Dockerfile's LANGUAGES ("": none;
+#                           "all"; or names: "java go")
 #   TOOLSERVER_BUILD_STATE  containers.conf and the build's lock (/var/lib/toolserver-build)
 #   DEBIAN_MIRROR           what debootstrap and the base's apt use (http://deb.debian.org/debian)
 #
@@ -167,6 +169,7 @@ build_image() {
   previous="$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)"
   podman build "${args[@]}" --build-arg "BASE_IMAGE=$BASE" \
     --build-arg "TOOLSERVER_EXTRAS=${TOOLSERVER_EXTRAS:-}" \
+    --build-arg "LANGUAGES=${TOOLSERVER_IMAGE_LANGUAGES:-}" \
     -f "$ROOT/deploy/Dockerfile" -t "$IMAGE" "$ROOT"
   # The image this one replaced (about 450 MB of layers of its own), unless still in use.
   if [ -n "$previous" ] && [ "$previous" != "$(podman image inspect --format '{{.Id}}' "$IMAGE")" ]; then

@@ -60,27 +60,7 @@ if [ ! -f "$RUNTIME_STAMP" ] || [ "$(cat "$RUNTIME_STAMP")" != "$RUNTIME_WANT" ]
 fi
 
 if [ "${TOOLSERVER_LANGUAGES:-1}" != 0 ]; then
-  TOOLCHAINS=("$VENV/bin/python" -m toolserver.program.toolchains)
-  PACKAGES="$("${TOOLCHAINS[@]}" debian)"
-  if [ -n "$PACKAGES" ]; then
-    echo "setup: installing the program tool's toolchains: $PACKAGES"
-    $SUDO apt-get update -qq
-    # shellcheck disable=SC2086
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $PACKAGES >/dev/null
-  fi
-  NPM_WANTED="$("${TOOLCHAINS[@]}" npm)"
-  if [ -n "$NPM_WANTED" ] && ! command -v npm >/dev/null 2>&1; then
-    echo "setup: installing npm"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
-  fi
-  echo "$NPM_WANTED" | while read -r PREFIX NPM_PACKAGES; do
-    [ -n "$PREFIX" ] || continue
-    echo "setup: installing $NPM_PACKAGES into $PREFIX"
-    $SUDO mkdir -p "$PREFIX"
-    # shellcheck disable=SC2086
-    $SUDO npm install -q --no-audit --no-fund --prefix "$PREFIX" $NPM_PACKAGES >/dev/null
-  done
+  "$VENV/bin/python" -m toolserver.program.toolchains
 fi
 
 if [ "$(id -u)" -eq 0 ]; then

@@ -230,6 +230,22 @@ def test_a_program_that_does_not_compile_gets_its_compilers_message(client, lang
         assert pb.Verdict.Name(by_index(response)[0].verdict) == "RUNTIME_ERROR"
 
 
+JAVA_NAMED = {  # the public class names the program, whatever it is; Main where none is public
+    "Solution": "import java.util.*;\n\nclass Helper { static int twice(int x) { return 2 * x; } }\n\n"
+                "public final class Solution {\n    public static class Inner {}\n"
+                "    public static void main(String[] args) {\n"
+                "        System.out.println(Helper.twice(new Scanner(System.in).nextInt()));\n    }\n}\n",
+    "Main": "class Main {\n    public static void main(String[] args) {\n"
+            "        System.out.println(2 * new java.util.Scanner(System.in).nextInt());\n    }\n}\n",
+}
+
+
+@pytest.mark.parametrize("name", list(JAVA_NAMED))
+def test_a_java_program_is_its_public_class_whatever_its_name(client, name):
+    response = run(client, "java", JAVA_NAMED[name], [pb.CppCase(stdin="21", expected_stdout="42")])
+    assert response.outcome == pb.OK and response.program.passed == 1, (response.error, response.stderr)
+
+
 def test_a_language_added_as_a_data_file_is_served(client):
     source = '#include <stdio.h>\nint main(void) { long a, b; scanf("%ld %ld", &a, &b); printf("%ld\\n", a + b); }\n'
     response = run(client, "c", source, [pb.CppCase(stdin="1 2", expected_stdout="3")])

@@ -336,12 +336,21 @@ def test_dockerfile_makes_a_slot_user_for_every_slot_outside_system_uids():
 def test_pip_settings_reach_the_build_as_secrets_never_as_arguments():
     instructions = dockerfile_instructions(DEPLOY / "Dockerfile")
     args = [line.split()[1].split("=")[0] for line in instructions if line.startswith("ARG ")]
-    assert set(args) == {"BASE_IMAGE", "SLOT_UID_BASE", "TOOLSERVER_EXTRAS", "RUNTIME_TORCH"}
+    assert set(args) == {"BASE_IMAGE", "SLOT_UID_BASE", "TOOLSERVER_EXTRAS", "RUNTIME_TORCH", "LANGUAGES"}
     installs = [line for line in instructions if "pip install" in line]
     assert len(installs) == 2  # the server's environment, the calls' runtime
     for install in installs:
         assert "--mount=type=secret,id=pip.conf" in install and "--mount=type=secret,id=pip-ca.pem" in install
         assert "PIP_CONFIG_FILE=/run/secrets/pip.conf" in install and "PIP_CERT=/run/secrets/pip-ca.pem" in install
+
+
+def test_the_image_installs_the_toolchains_its_languages_argument_names_as_setup_does():
+    instructions = dockerfile_instructions(DEPLOY / "Dockerfile")
+    assert 'ARG LANGUAGES=""' in instructions  # none by default: the image the tests build stays small
+    install = next(line for line in instructions if "toolserver.program.toolchains" in line)
+    assert install.startswith("RUN if [ -n \"$LANGUAGES\" ]") and "--all" in install
+    assert '"$VENV/bin/python" -m toolserver.program.toolchains' in (ROOT / "scripts" / "setup.sh").read_text()
+    assert '--build-arg "LANGUAGES=${TOOLSERVER_IMAGE_LANGUAGES:-}"' in (DEPLOY / "build-local.sh").read_text()
 
 
 def test_the_image_builds_the_calls_runtime_from_the_repositorys_requirements():

@@ -16,7 +16,7 @@ from sandbox.calls import PROGRAM_FILE
 from toolserver.errors import ConfigError
 from toolserver.program.languages import BUILT_IN, Language, language_from, load_languages, toolchain_version
 from toolserver.program.launchers import ARTIFACT, compile_program, compile_step, run_program
-from toolserver.program.toolchains import missing
+from toolserver.program.toolchains import install_commands, installed, missing
 from toolserver.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +53,10 @@ def test_a_directory_of_more_languages_adds_and_replaces():
     ({"aliases": [3]}, "must hold strings"),
     ({"compile_timeout_ms": True}, "must be a int"),
     ({"npm": ["typescript"], "npm_prefix": "/root/ts"}, "npm_prefix"),
+    ({"source_file": "{main}.go"}, "needs a compile, a main_pattern"),
+    ({"main_pattern": "package \\w+", "main_default": "main"}, "main_pattern with a group"),
+    ({"main_pattern": "(unclosed", "main_default": "main"}, "main_pattern is not a regular expression"),
+    ({"main_pattern": "package (\\w+)", "main_default": "../x"}, "main_default of letters"),
 ])
 def test_a_bad_language_file_is_refused_naming_the_file(change, message):
     values = {key: value for key, value in {**GO, **change}.items() if value is not None}
@@ -85,6 +89,35 @@ def test_a_version_probe_that_fails_says_nothing():
     assert missing([absent], every=False) == [absent] and missing([absent], every=True) == [absent]
 
 
+def test_the_toolchains_install_what_dpkg_lacks_then_the_npm_packages():
+    languages = load_languages(str(FIXTURES))
+    wanted = [languages["kotlin"], languages["typescript"], languages["javascript"]]
+    commands = install_commands(wanted, has_npm=False)
+    apt = commands[1]
+    assert commands[0] == ["apt-get", "update", "-qq"] and apt[:3] == ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
+    assert "kotlin" in apt and "npm" in apt  # this host has neither; one nodejs, whichever languages name it
+    assert apt.count("nodejs") == (0 if installed("nodejs") else 1)
+    assert commands[2:] == [["mkdir", "-p", "/opt/toolserver/typescript"],
+                            ["npm", "install", "-q", "--no-audit", "--no-fund", "--prefix", "/opt/toolserver/typescript",
+                             "typescript@5.6.3", "@types/node@20"]]
+    assert "npm" not in install_commands(wanted, has_npm=True)[1]
+    javascript_only = install_commands([languages["javascript"]], has_npm=False)  # no npm package: no npm
+    if installed("nodejs"):
+        assert javascript_only == []
+    else:
+        assert javascript_only[1][-1] == "nodejs" and len(javascript_only) == 2
+
+
+def test_the_toolchains_command_names_what_it_would_run_and_refuses_an_unknown_language():
+    done = subprocess.run([sys.executable, "-m", "toolserver.program.toolchains", "--all", "--dry-run", "go", "rust"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert all(line.startswith("toolchains: ") for line in done.stdout.splitlines())
+    refused = subprocess.run([sys.executable, "-m", "toolserver.program.toolchains", "cobol"],
+                             capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert refused.returncode == 2 and "unknown language cobol" in refused.stderr
+
+
 def launch(program: str, directory: Path) -> subprocess.CompletedProcess:
     (directory / PROGRAM_FILE).write_text(program)
     return subprocess.run([sys.executable, PROGRAM_FILE], cwd=directory, capture_output=True, text=True, timeout=60)
@@ -112,6 +145,31 @@ def test_a_compile_packs_what_the_compiler_wrote_and_a_run_unpacks_it(tmp_path):
     ran = launch(run_program(language, 64), runs)
     assert (ran.returncode, ran.stdout) == (0, "ran with 64 MB\ndata\n"), ran.stderr
     assert sorted(os.listdir(runs)) == ["out"]  # the launcher and the archive are gone
+
+
+@pytest.mark.parametrize("source, main", [("#!/bin/sh\n# program hello_2\necho ran $0\n", "hello_2"),
+                                          ("#!/bin/sh\necho ran $0\n", "Main"),  # none named: main_default
+                                          ("#!/bin/sh\n# program ../../etc\necho ran $0\n", "Main")])
+def test_a_source_that_names_its_main_is_compiled_and_run_under_that_name(tmp_path, source, main):
+    """Java's way (a public class lives in the file of its name), with sh as the compiler:
+    the compile finds {main} in the source, renames the source to its file, and the run
+    execs it by that name; a name the pattern does not find, or may not be, is main_default."""
+    language = language_from({"name": "shell", "source_file": "{main}.sh", "main_pattern": r"^# program (\S+)",
+                              "main_default": "Main", "version": ["/bin/sh", "-c", "true"],
+                              "compile": ["/bin/sh", "-c", "cp \"$0\" out/\"${0%.sh}\"", "{main}.sh"],
+                              "run": ["out/{main}"]}, "x.toml")
+    assert compile_step(language).source_file == "Main.sh"
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "Main.sh").write_text(source)
+    compiled = launch(compile_program(language), build)
+    assert compiled.returncode == 0, compiled.stderr
+    assert not (build / "Main.sh").exists() or main == "Main"
+    runs = tmp_path / "run"
+    runs.mkdir()
+    (runs / ARTIFACT).write_bytes((build / ARTIFACT).read_bytes())
+    ran = launch(run_program(language, 64), runs)
+    assert (ran.returncode, ran.stdout) == (0, f"ran out/{main}\n"), ran.stderr
 
 
 def test_a_failed_compile_exits_with_the_compilers_status_and_packs_nothing(tmp_path):

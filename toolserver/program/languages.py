@@ -8,7 +8,7 @@ compiled-language tool needs to know and nothing it must run to learn:
     aliases = ["golang"]
     packages = ["golang-go"]          # the Debian packages of its toolchain (npm = [...] for npm's,
                                       # installed under npm_prefix)
-    source_file = "main.go"           # the one file a call's source is written to
+    source_file = "main.go"           # the one file a call's source is written to ({main}: see below)
     version = ["/usr/bin/go", "version"]          # run outside the jail at start-up: its output
                                                   # names the toolchain; failing: unavailable
     compile = ["/usr/bin/go", "build", "-o", "out/main", "main.go"]   # absent: the source runs
@@ -22,6 +22,10 @@ compiled-language tool needs to know and nothing it must run to learn:
 
 Commands are argv lists: the first an absolute path (the jail has no PATH) or, for `run`,
 a path under `out/`; `{memory_mb}` in an argument is the run's memory limit (a heap flag).
+A language whose source names its own file (Java's public class must be in a file of its
+name) gives `main_pattern`, a regular expression (multi-line) whose first group, found in
+the source, is `{main}` in its source_file, compile and run (a name of letters, digits, _
+and $; `main_default` where there is none): `source_file = "{main}.java"`, run `... {main}`.
 A compile writes what it makes under `out/` (made empty before it), which comes back to
 the server and is what each run starts from.
 
@@ -35,6 +39,7 @@ where the server has memory cgroups.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
@@ -47,13 +52,15 @@ from toolserver.errors import ConfigError
 BUILT_IN = Path(__file__).resolve().parent / "languages"
 OUT_DIR = "out"
 MEMORY_MODES = ("address-space", "cgroup")
-PLACEHOLDERS = ("{memory_mb}", "{cwd}")
+PLACEHOLDERS = ("{memory_mb}", "{cwd}", "{main}")
+MAIN = "{main}"
 KEYS = {"name": str, "aliases": list, "packages": list, "npm": list, "npm_prefix": str, "source_file": str,
-        "version": list,
+        "main_pattern": str, "main_default": str, "version": list,
         "compile": list, "run": list, "memory": str, "address_space_mb": int, "compile_memory_mb": int,
         "compile_timeout_ms": int, "environment": dict, "out_of_memory": list}
 REQUIRED = ("name", "source_file", "version", "run")
 VERSION_TIMEOUT_S = 60
+MAIN_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")  # what {main} may be
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,8 @@ class Language:
     compile_timeout_ms: int = 10_000
     environment: dict[str, str] = field(default_factory=dict)
     out_of_memory: tuple[str, ...] = ()
+    main_pattern: str = ""
+    main_default: str = ""
     path: str = ""           # the file it was read from
 
     @property
@@ -82,6 +91,12 @@ class Language:
     @property
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
+
+    @property
+    def source_sent(self) -> str:
+        """The file the server writes a call's source to (a compile renames it where the
+        source names its main)."""
+        return self.source_file.replace(MAIN, self.main_default)
 
     def toolchain(self) -> tuple[str, ...]:
         """The host paths its commands run (the jail must show them)."""
@@ -117,8 +132,17 @@ def language_from(values: dict[str, Any], path: str) -> Language:
     for name in language.names:
         if not name or not name.replace("_", "").replace("-", "").isalnum() or name != name.lower():
             raise fail(f"name {name!r} must be lower-case letters, digits, - or _")
-    if "/" in language.source_file or language.source_file in ("", ".", "..", OUT_DIR, "main.py"):
+    if "/" in language.source_sent or language.source_sent in ("", ".", "..", OUT_DIR, "main.py"):
         raise fail(f"source_file must be a plain file name, got {language.source_file!r}")
+    uses_main = any(MAIN in argument for argument in (language.source_file, *language.compile, *language.run))
+    if uses_main or language.main_pattern:
+        try:
+            groups = re.compile(language.main_pattern).groups
+        except re.error as exc:
+            raise fail(f"main_pattern is not a regular expression: {exc}") from exc
+        if not (groups and language.compiles and MAIN_NAME.fullmatch(language.main_default)):
+            raise fail("{main} needs a compile, a main_pattern with a group and a main_default of letters, digits, "
+                       "_ or $")
     for key in ("version", "compile"):
         command = getattr(language, key)
         if command and not os.path.isabs(command[0]):

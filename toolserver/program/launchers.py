@@ -1,9 +1,10 @@
 """The programs a program call's jailed processes run, made from its language's data: a
 few lines of Python that the zygote's child runs as its call.
 
-A compile writes the source, runs the compiler (its messages, on stdout or stderr, are
-the call's stderr: tsc writes its errors on stdout) with `out/` empty before it, and packs what the compiler wrote there into
-ARTIFACT, which the server fetches and keeps. A run unpacks ARTIFACT (or finds the source,
+A compile writes the source (under the name it gives itself, where the language's source
+names its main), runs the compiler (its messages, on stdout or stderr, are the call's
+stderr: tsc writes its errors on stdout) with `out/` empty before it, and packs what the
+compiler wrote there into ARTIFACT, which the server fetches and keeps. A run unpacks ARTIFACT (or finds the source,
 for a language that runs it), caps its address space (the language's `memory`), and execs
 the language's run command, so that the process the jail, the rlimits and the memory
 cgroup hold is the program itself.
@@ -13,9 +14,10 @@ from __future__ import annotations
 
 from sandbox.calls import PROGRAM_FILE
 from toolserver.judging.compiler import CompileStep
-from toolserver.program.languages import OUT_DIR, Language
+from toolserver.program.languages import MAIN, MAIN_NAME, OUT_DIR, Language
 
 ARTIFACT = "out.zip"
+MAIN_FILE = f"{OUT_DIR}/.main"  # the name {main} stands for, found by the compile
 PRELOAD = ("subprocess", "zipfile")  # what the launchers import (17 ms for zipfile alone), imported once by
                                      # the tool's zygotes rather than by every run
 
@@ -33,22 +35,47 @@ def environment_lines(language: Language) -> list[str]:
               for name, value in sorted(language.environment.items()))]
 
 
+def main_lines(language: Language) -> list[str]:
+    """Where the language's source names its main ({main}): finds it (main_default where
+    the pattern finds none, or a name it may not be), renames the source to the file of
+    that name and keeps the name in MAIN_FILE, for the runs."""
+    if not language.main_pattern:
+        return []
+    return [f"with open({language.source_sent!r}, encoding='utf-8', errors='surrogateescape') as source:",
+            f"    found = re.search({language.main_pattern!r}, source.read(), re.MULTILINE)",
+            "main = found.group(1) or '' if found else ''",
+            f"if not re.fullmatch({MAIN_NAME.pattern!r}, main):",
+            f"    main = {language.main_default!r}",
+            f"os.rename({language.source_sent!r}, {language.source_file!r}.replace({MAIN!r}, main))",
+            f"with open({MAIN_FILE!r}, 'w') as kept:",
+            "    kept.write(main)"]
+
+
+def with_main(argv: list[str], language: Language) -> str:
+    """argv as Python source, {main} filled in by the launcher where the language has one."""
+    if not language.main_pattern:
+        return repr(argv)
+    return f"[argument.replace({MAIN!r}, main) for argument in {argv!r}]"
+
+
 def compile_program(language: Language) -> str:
     """Runs the language's compile; exits with the compiler's status (or dies of its
     signal), else packs OUT_DIR into ARTIFACT."""
     return "\n".join([
-        "import os, signal, subprocess, sys, zipfile",
+        "import os, re, signal, subprocess, sys, zipfile",
         *environment_lines(language),
         f"os.unlink({PROGRAM_FILE!r})",
         f"os.mkdir({OUT_DIR!r})",
+        *main_lines(language),
         "sys.stdout.flush(); sys.stderr.flush()",
-        f"status = subprocess.run({list(language.compile)!r}, stdin=subprocess.DEVNULL, stdout=2).returncode",
+        f"status = subprocess.run({with_main(list(language.compile), language)}, stdin=subprocess.DEVNULL,"
+        " stdout=2).returncode",
         "if status < 0:",
         "    signal.signal(-status, signal.SIG_DFL)",
         "    os.kill(os.getpid(), -status)",
         "if status:",
         "    os._exit(status)",
-        f"with zipfile.ZipFile({ARTIFACT + '.part'!r}, 'w', zipfile.ZIP_DEFLATED, compresslevel=1) as packed:",
+        f"with zipfile.ZipFile({ARTIFACT + '.part'!r}, 'w', zipfile.ZIP_STORED) as packed:",
         f"    for top, _, names in os.walk({OUT_DIR!r}):",
         "        for name in names:",
         "            packed.write(os.path.join(top, name))",
@@ -58,7 +85,7 @@ def compile_program(language: Language) -> str:
 
 def compile_step(language: Language) -> CompileStep:
     return CompileStep(compile_program(language), "\0".join((language.name, *language.compile)),
-                       language.source_file, ARTIFACT)
+                       language.source_sent, ARTIFACT)
 
 
 def run_program(language: Language, memory_mb: int) -> str:
@@ -73,11 +100,14 @@ def run_program(language: Language, memory_mb: int) -> str:
                   "    for name in packed.namelist():",
                   "        os.chmod(packed.extract(name), 0o700)",
                   f"os.unlink({ARTIFACT!r})"]
+    if language.main_pattern:
+        lines += [f"with open({MAIN_FILE!r}) as kept:", "    main = kept.read()"]
     lines += ["hard = resource.getrlimit(resource.RLIMIT_STACK)[1]",
               f"stack = {memory_mb << 20} if hard == resource.RLIM_INFINITY else min({memory_mb << 20}, hard)",
               "resource.setrlimit(resource.RLIMIT_STACK, (stack, hard))"]
     if language.memory == "address-space":
         lines.append(f"resource.setrlimit(resource.RLIMIT_AS, ({memory_mb << 20}, {memory_mb << 20}))")
     lines += [f"os.unlink({PROGRAM_FILE!r})",  # the program finds only its own files where it starts
-              f"os.execv({argv[0]!r}, {argv!r})"]
+              f"argv = {with_main(argv, language)}",
+              "os.execv(argv[0], argv)"]
     return "\n".join(lines) + "\n"
