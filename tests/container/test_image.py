@@ -47,7 +47,7 @@ def test_the_image_holds_the_package_sources_and_no_build_secret(image):
     assert left == ""  # the build secrets' mount point stays, empty
     history = podman("history", "--no-trunc", "--format={{.CreatedBy}}", image).stdout
     build_args = set(re.findall(r"\b([A-Z_]+)=", " ".join(re.findall(r"^\|\d+ (.*?) /bin/sh", history, re.M))))
-    assert build_args <= {"BASE_IMAGE", "SLOT_UID_BASE", "TOOLSERVER_EXTRAS", "RUNTIME_TORCH"}, build_args
+    assert build_args <= {"BASE_IMAGE", "SLOT_UID_BASE", "TOOLSERVER_EXTRAS", "RUNTIME_TORCH", "LANGUAGES"}, build_args
     assert "BEGIN CERTIFICATE" not in history and "index-url" not in history
 
 
