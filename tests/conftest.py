@@ -135,7 +135,8 @@ def free_port() -> int:
     It lies below the kernel's ephemeral range: a port the kernel picked would be free again
     once this returns, and another server's port-0 listener (its metrics) or any outgoing
     connection could take it before the server binds it."""
-    below = range(20000 if ephemeral_ports().start > 21000 else 1024, ephemeral_ports().start)
+    first_ephemeral = ephemeral_ports().start
+    below = range(20000 if first_ephemeral > 21000 else 1024, first_ephemeral)
     while True:
         with socket.socket() as sock:
             port = random.choice(below) if len(below) > 1000 else 0  # else the kernel's pick, as a last resort

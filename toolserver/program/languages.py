@@ -52,7 +52,6 @@ from toolserver.errors import ConfigError
 BUILT_IN = Path(__file__).resolve().parent / "languages"
 OUT_DIR = "out"
 MEMORY_MODES = ("address-space", "cgroup")
-PLACEHOLDERS = ("{memory_mb}", "{cwd}", "{main}")
 MAIN = "{main}"
 KEYS = {"name": str, "aliases": list, "packages": list, "npm": list, "npm_prefix": str, "source_file": str,
         "main_pattern": str, "main_default": str, "version": list,

@@ -4,10 +4,10 @@ few lines of Python that the zygote's child runs as its call.
 A compile writes the source (under the name it gives itself, where the language's source
 names its main), runs the compiler (its messages, on stdout or stderr, are the call's
 stderr: tsc writes its errors on stdout) with `out/` empty before it, and packs what the
-compiler wrote there into ARTIFACT, which the server fetches and keeps. A run unpacks ARTIFACT (or finds the source,
-for a language that runs it), caps its address space (the language's `memory`), and execs
-the language's run command, so that the process the jail, the rlimits and the memory
-cgroup hold is the program itself.
+compiler wrote there into ARTIFACT, which the server fetches and keeps. A run unpacks
+ARTIFACT (or finds the source, for a language that runs it), caps its address space (the
+language's `memory`), and execs the language's run command, so that the process the jail,
+the rlimits and the memory cgroup hold is the program itself.
 """
 
 from __future__ import annotations
