@@ -111,16 +111,16 @@ class ProgramExecutor(PooledTool):
         if language.memory == "cgroup":
             granted = dataclasses.replace(granted, address_space_mb=language.address_space_mb)
         compiled = None
-        run = Run(run_program(language, granted.memory_mb),
-                  {language.source_sent: call.source.encode("utf-8", errors="surrogateescape")},
-                  out_of_memory=language.out_of_memory)
-        if served.compiler is not None:
+        if served.compiler is None:
+            files, kept_files = {language.source_sent: call.source.encode("utf-8", errors="surrogateescape")}, {}
+        else:
             timeout_ms = min(call.compile_timeout_ms or language.compile_timeout_ms,
                              self.settings.section(ProgramSettings).max_compile_timeout_ms)
             compiled = await served.compiler.compile(call.source, timeout_ms, request_id, caller.name)
             if not compiled.ok:
                 return compile_failed(request_id, compiled, "program")
-            run = dataclasses.replace(run, files={}, kept_files={ARTIFACT: compiled.kept()})
+            files, kept_files = {}, {ARTIFACT: compiled.kept()}
+        run = Run(run_program(language, granted.memory_mb), files, kept_files, language.out_of_memory)
         cases = list(call.cases) or [pb.CppCase(stdin=call.stdin)]
         results, queued_us = await run_cases(self.pool, run, cases, granted, call.compare, call.stop_on_failure,
                                              request_id)

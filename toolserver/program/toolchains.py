@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> None:
         if not args.dry_run:
             done = subprocess.run(sudo + command, stdout=subprocess.DEVNULL)
             if done.returncode:
-                sys.exit(f"toolchains: {command[0]} failed with exit status {done.returncode}")
+                sys.exit(f"toolchains: `{' '.join(command)}` failed with exit status {done.returncode}")
 
 
 if __name__ == "__main__":
