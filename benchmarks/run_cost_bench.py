@@ -2,9 +2,10 @@
 line) through the server, its compile cached, one case a call, one call at a time, against
 a fresh process of the same program on this host (compiled once with the host's toolchain,
 as `toolserver bench`'s baseline compiles it: `FRESH` in toolclient/bench_workloads.py).
-Prints p50 and p90 in ms of each.
+Prints p50 and p90 in ms of each. --pause-ms waits that long between the server's calls:
+the time a worker has, between two runs, to start the next one's process ahead (Java's JVM).
 
-    python benchmarks/run_cost_bench.py [--target 127.0.0.1:50051] [--calls 30] [--language java ...]
+    python benchmarks/run_cost_bench.py [--target 127.0.0.1:50051] [--calls 30] [--pause-ms 0] [--language java ...]
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ def request(language: str) -> pb.ExecuteRequest:
     return pb.ExecuteRequest(program=pb.ProgramCall(language=language, source=HELLO[language]))
 
 
-def through_server(client: ToolClient, language: str, calls: int) -> list[float]:
+def through_server(client: ToolClient, language: str, calls: int, pause_s: float) -> list[float]:
     first = client.execute(request(language))  # compiles; the rest find it cached
     if first.stdout != "hi\n":
         raise SystemExit(f"{language}: the server answered {pb.Outcome.Name(first.outcome)}: {first.error}")
     times = []
     for _ in range(calls):
+        time.sleep(pause_s)
         started = time.perf_counter()
         client.execute(request(language))
         times.append((time.perf_counter() - started) * 1000)
@@ -74,13 +76,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="127.0.0.1:50051")
     parser.add_argument("--calls", type=int, default=30)
+    parser.add_argument("--pause-ms", type=int, default=0)
     parser.add_argument("--language", nargs="*", default=list(HELLO), choices=list(HELLO))
     args = parser.parse_args()
     os.environ.setdefault("GOCACHE", tempfile.mkdtemp())  # go build wants a cache where HOME may have none
     print(f"{'language':<11} {'server p50':>11} {'p90':>7} {'fresh p50':>10} {'p90':>7}  (ms, {args.calls} runs)")
     with ToolClient(args.target, timeout_s=120) as client:
         for language in args.language:
-            server, fresh = through_server(client, language, args.calls), fresh_processes(language, args.calls)
+            server = through_server(client, language, args.calls, args.pause_ms / 1000)
+            fresh = fresh_processes(language, args.calls)
             print(f"{language:<11} {p(server, 50):11.1f} {p(server, 90):7.1f} {p(fresh, 50):10.1f} {p(fresh, 90):7.1f}")
 
 

@@ -61,6 +61,25 @@ class KeptFile:
 
 
 @dataclass(frozen=True)
+class StartAhead:
+    """A process a zygote starts ahead of its next call, while it waits for it: a runtime
+    whose start is most of a short run's time (the JVM). It reads a first line, then the
+    call's stdin (sandbox/inside/ahead.py); a call whose request names the same process has
+    its launcher hand it over, any other finds it stopped. A request names what the call
+    after it will want, as its own call does."""
+
+    argv: tuple[str, ...]  # argv[0] an absolute path
+    environment: tuple[tuple[str, str], ...] = ()  # besides the zygote's; {cwd}: the call's working directory
+    directories: tuple[str, ...] = ()  # made in the working directory before it starts: a class path it
+                                       # reads as it starts (the JVM's skips one that is not there), which
+                                       # the call fills
+
+    def wire(self) -> dict[str, Any]:
+        return {"argv": list(self.argv), "environment": dict(self.environment),
+                "directories": list(self.directories)}
+
+
+@dataclass(frozen=True)
 class CallRequest:
     id: str
     code: str
@@ -70,6 +89,8 @@ class CallRequest:
     files: dict[str, bytes] = field(default_factory=dict)  # written into the working directory first
     kept_files: dict[str, KeptFile] = field(default_factory=dict)  # written there too, sent once a zygote
     fetch_files: tuple[str, ...] = ()  # read back from it after the code ran
+    ahead: StartAhead | None = None  # the process its launcher takes over, started ahead for this call and
+                                     # the next (its launcher's own program, started as this one is)
 
     def wire(self, held: Collection[str] = (), new: Collection[str] = (),
              forget: Sequence[str] = ()) -> dict[str, Any]:
@@ -89,7 +110,8 @@ class CallRequest:
         return {"id": self.id, "code": self.code, "stdin": self.stdin, "profile": self.profile,
                 "files": {path: base64.b64encode(data).decode("ascii") for path, data in files.items()},
                 "kept": kept, "kept_data": kept_data, "forget": list(forget),
-                "fetch_files": list(self.fetch_files), **dataclasses.asdict(self.limits)}
+                "fetch_files": list(self.fetch_files), "ahead": self.ahead.wire() if self.ahead else None,
+                **dataclasses.asdict(self.limits)}
 
 
 @dataclass(frozen=True)

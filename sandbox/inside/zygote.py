@@ -47,6 +47,7 @@ import select
 import signal
 import time
 
+from sandbox.inside.ahead import StartedAhead
 from sandbox.inside.call_process import (
     READ_CHUNK,
     REAL_EXIT,
@@ -79,9 +80,12 @@ SCRATCH_POLL_S = 0.02  # how often a call's scratch usage is checked; it writes 
 FLUSH_GRACE_S = 0.05  # a call past its time: how long it may write out its buffered output (at most
                       # a tenth of its limit) before its processes are killed
 # The keys of a request frame: the host builds them from sandbox.calls.CallRequest.
-REQUEST_KEYS = ("id", "code", "stdin", "profile", "files", "kept", "kept_data", "forget", "fetch_files", "timeout_ms",
-                "memory_mb", "max_output_bytes", "max_processes", "max_file_mb", "max_open_files", "max_scratch_mb",
-                "address_space_mb")
+REQUEST_KEYS = ("id", "code", "stdin", "profile", "files", "kept", "kept_data", "forget", "fetch_files", "ahead",
+                "timeout_ms", "memory_mb", "max_output_bytes", "max_processes", "max_file_mb", "max_open_files",
+                "max_scratch_mb", "address_space_mb")
+STARTED_AHEAD = "__started_ahead__"  # where a call's launcher finds the hand-over of the process started
+                                     # ahead for it (sandbox/inside/ahead.py), in its module's names
+ENLISTED = b"+"  # the zygote's word to a child that starts a process ahead: it is in the memory cgroup
 
 
 class Child:
@@ -90,7 +94,8 @@ class Child:
     The program's `__main__` module is made here, before the fork, by the zygote's warm
     code: in the call's process the same work would fault in pages."""
 
-    def __init__(self, zygote, baseline_kb):
+    def __init__(self, zygote, baseline_kb, ahead):
+        self.ahead = ahead  # what it starts ahead of its call, or None
         req_r, self.req_w = os.pipe()
         self.out_r, out_w = os.pipe()
         self.err_r, err_w = os.pipe()
@@ -100,7 +105,7 @@ class Child:
         if self.pid == 0:
             for fd in (self.req_w, self.out_r, self.err_r, self.res_r):
                 os.close(fd)
-            zygote.run_child(baseline_kb, main, req_r, out_w, err_w, res_w)
+            zygote.run_child(baseline_kb, main, req_r, out_w, err_w, res_w, ahead)
         for fd in (req_r, out_w, err_w, res_w):
             os.close(fd)
         self.pidfd = os.pidfd_open(self.pid)
@@ -131,6 +136,7 @@ class Zygote:
         self.cancelled = False  # whether the host cancelled the running call
         self.kept = {}  # key -> bytes: the files the host asked this zygote to keep (it chooses what, and
                         # how much); a call's process finds those kept before it was forked
+        self.ahead = None  # what the last request named to start ahead: the next call's process starts it
         self.call_result_fd = -1  # in a call's process: the pipe its result goes to
         self.call_pid = -1  # in a call's process: its pid (its own child processes have others)
 
@@ -160,7 +166,7 @@ class Zygote:
 
     def serve(self, control_in, control_out, cgroup):
         """Answers request frames, one at a time, until the host closes its end."""
-        child = self.forked(cgroup)
+        child = self.forked(cgroup, None)
         while True:
             payload = read_frame(control_in)
             if payload is None:
@@ -172,6 +178,12 @@ class Zygote:
                                          "error": f"the request lacks {', '.join(missing)}"})
                 continue
             self.keep_files(request["forget"], request["kept_data"])
+            self.ahead = request["ahead"] if isinstance(request["ahead"], dict) else None
+            if child.ahead is not None and child.ahead != self.ahead:
+                # Not the process this call takes over: gone before the call's cap is set, which
+                # the memory it holds would otherwise count against (or keep from being set).
+                self.clean_up(child)
+                child = self.forked(cgroup, None)
             cgroup.cap(request["memory_mb"])
             write_program(self.home, request["code"])
             reply = self.execute(child, request, payload)
@@ -180,7 +192,7 @@ class Zygote:
                 reply["truncated"] = reply["truncated"] or left_out
             send_frame(control_out, reply)
             self.clean_up(child)
-            child = self.forked(cgroup)
+            child = self.forked(cgroup, self.ahead)
 
     def keep_files(self, forget, sent):
         """Forgets the kept files the host no longer wants kept, then keeps those it sent
@@ -190,20 +202,26 @@ class Zygote:
         for key, text in sent.items():
             self.kept[key] = base64.b64decode(text)
 
-    def forked(self, cgroup):
-        """The next call's process, forked ahead and moved into the slot's memory cgroup. Its
-        memory limit counts above the address space it inherits (the kept files with it)."""
-        child = Child(self, vm_size_kb())
+    def forked(self, cgroup, ahead):
+        """The next call's process, forked ahead and moved into the slot's memory cgroup, where
+        it then starts ahead (a request's `ahead`, or None). Its memory limit counts above the
+        address space it inherits (the kept files with it)."""
+        child = Child(self, vm_size_kb(), ahead)
         cgroup.enlist(child.pid)
+        if ahead is not None:
+            os.write(child.req_w, ENLISTED)
         return child
 
     # ---- in the call's process
 
-    def run_child(self, baseline_kb, main, req_r, out_w, err_w, result_w):
+    def run_child(self, baseline_kb, main, req_r, out_w, err_w, result_w, ahead):
         """Runs in the forked child; never returns.
 
         Everything that does not depend on the request is done before it arrives, while
-        the child waits ahead of its call, so that a call pays only for its own part.
+        the child waits ahead of its call, so that a call pays only for its own part: the
+        process ahead names too, which the call's launcher takes over (a request that names
+        another finds this child replaced; one that died ahead is stopped, and the launcher
+        starts its program itself).
         """
         self.call_result_fd = result_w
         self.call_pid = os.getpid()
@@ -221,8 +239,14 @@ class Zygote:
             _signal.signal(_signal.SIGUSR1, _signal.SIG_DFL)  # the zygote's cancel_call is not the program's
             os._exit = self.exit_flushed
             offer_to_oom_killer()
+            started = self.start_ahead(ahead, req_r) if ahead is not None else None
             request = read_request(req_r)
             os.close(req_r)
+            if started is not None:
+                if started.alive():
+                    main.__dict__[STARTED_AHEAD] = started.hand_over
+                else:
+                    started.stop()
             point_stdin_at(request["stdin"])
             write_files(request["files"])
             write_kept_files(request["kept"], self.kept, request["kept_data"])
@@ -234,6 +258,16 @@ class Zygote:
             REAL_EXIT(70)
         result, code = run_program(request["code"], main, request["max_output_bytes"], self.guard.DENIALS)
         finish(result, code, result_w)
+
+    def start_ahead(self, ahead, req_r):
+        """The process ahead names, started once the zygote has this process in the memory
+        cgroup; None where it cannot start (the call's launcher then starts its program)."""
+        if os.read(req_r, len(ENLISTED)) != ENLISTED:
+            return None
+        try:
+            return StartedAhead(ahead, self.home)
+        except OSError:
+            return None
 
     def exit_flushed(self, status):
         """os._exit in the call's process: what the program printed before it is kept (python3

@@ -230,13 +230,17 @@ def test_a_program_that_does_not_compile_gets_its_compilers_message(client, lang
         assert pb.Verdict.Name(by_index(response)[0].verdict) == "RUNTIME_ERROR"
 
 
-JAVA_NAMED = {  # the public class names the program, whatever it is; Main where none is public
+JAVA_NAMED = {  # the public class names the program, whatever it is; where none is public, the one with main
     "Solution": "import java.util.*;\n\nclass Helper { static int twice(int x) { return 2 * x; } }\n\n"
                 "public final class Solution {\n    public static class Inner {}\n"
                 "    public static void main(String[] args) {\n"
                 "        System.out.println(Helper.twice(new Scanner(System.in).nextInt()));\n    }\n}\n",
     "Main": "class Main {\n    public static void main(String[] args) {\n"
             "        System.out.println(2 * new java.util.Scanner(System.in).nextInt());\n    }\n}\n",
+    "Sol, not public": "import java.util.*;\n\nclass Twice {\n    static int of(int x) { return 2 * x; }\n}\n\n"
+                       "class Sol {\n    static class Reader {\n        Scanner in = new Scanner(System.in);\n    }\n\n"
+                       "    public static void main(String[] args) {\n"
+                       "        System.out.println(Twice.of(new Reader().in.nextInt()));\n    }\n}\n",
 }
 
 
@@ -244,6 +248,65 @@ JAVA_NAMED = {  # the public class names the program, whatever it is; Main where
 def test_a_java_program_is_its_public_class_whatever_its_name(client, name):
     response = run(client, "java", JAVA_NAMED[name], [pb.CppCase(stdin="21", expected_stdout="42")])
     assert response.outcome == pb.OK and response.program.passed == 1, (response.error, response.stderr)
+
+
+JAVA_AHEAD = {  # programs whose runs on a JVM started ahead must be the runs `java -cp out Main` makes, by stdin
+    "modes": ("""
+import java.io.*;
+public class Main {
+  static void deep(int n) { if (n == 0) throw new IllegalStateException("deep"); deep(n - 1); }
+  public static void main(String[] args) throws Exception {
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+    String mode = in.readLine();
+    if (mode.equals("echo")) {
+      long n = 0, sum = 0;
+      for (int c; (c = in.read()) >= 0; n++) sum += c;
+      System.out.println(n + " " + sum);
+    } else if (mode.equals("exit")) { System.out.print("bye"); System.exit(7); }
+    else if (mode.equals("props")) {
+      System.out.println(System.getProperty("java.class.path") + " " + System.getProperty("sun.java.command"));
+    } else if (mode.equals("ahead")) {
+      System.out.println(ProcessHandle.current().info().commandLine().orElse("").contains("ToolserverJavaStart"));
+    } else {
+      try { deep(2); } catch (RuntimeException e) {
+        Exception outer = new Exception("outer", e);
+        outer.addSuppressed(new ArithmeticException("also"));
+        throw outer;
+      }
+    }
+  }
+}
+""", ["echo\n" + "0123456789" * 100_000, "exit\n", "props\n", "throw\n"]),
+    "initializer": ("public class Main {\n  static final int N = Integer.parseInt(\"x\");\n"
+                    "  public static void main(String[] args) { System.out.println(N); }\n}\n", [""]),
+    "no static main": ("public class Main {\n  public void main(String[] args) {}\n}\n", [""]),
+}
+
+
+def run_java_here(source: str, stdin: str, directory) -> tuple[str, str, int]:
+    """What `java -cp out Main` makes of source on this host: stdout, stderr, exit status."""
+    (directory / "Main.java").write_text(source)
+    subprocess.run(["/usr/bin/javac", "-d", "out", "Main.java"], cwd=directory, check=True, timeout=120)
+    ran = subprocess.run(["/usr/bin/java", "-cp", "out", "Main"], cwd=directory, input=stdin, capture_output=True,
+                         text=True, timeout=120)
+    return ran.stdout, ran.stderr, ran.returncode
+
+
+@pytest.mark.parametrize("name", list(JAVA_AHEAD))
+def test_a_java_run_on_a_jvm_started_ahead_is_the_run_java_makes(client, tmp_path, name):
+    """Each worker starts the JVM of a Java call's next run ahead; the run hands it the main
+    class and its stdin (a megabyte, more than a pipe holds). Its output, stack traces (a
+    cause, a suppressed exception), exit status and launcher messages are java's own."""
+    source, stdins = JAVA_AHEAD[name]
+    if name == "modes":  # once each worker has run it, its next run is on a JVM started ahead
+        started = [by_index(run(client, "java", source, stdin="ahead\n", timeout_ms=10_000))[0].stdout
+                   for _ in range(2 * WORKERS)]
+        assert started[-1] == "true\n", started
+    for stdin in stdins:
+        expected = run_java_here(source, stdin, tmp_path)
+        response = run(client, "java", source, [pb.CppCase(stdin=stdin)] * 3, timeout_ms=10_000)
+        for result in by_index(response):
+            assert (result.stdout, result.stderr, result.exit_code) == expected, (stdin[:10], result)
 
 
 def test_a_language_added_as_a_data_file_is_served(client):

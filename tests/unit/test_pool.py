@@ -20,10 +20,11 @@ def request(code: str, request_id: str = "r", timeout_ms: int = 5000) -> CallReq
                                                     max_processes=16, max_file_mb=1, max_open_files=64))
 
 
-async def started_pool(slots, recycle_after: int) -> WorkerPool:
+async def started_pool(slots, recycle_after: int, longest_idle_first: bool = False) -> WorkerPool:
     spec = ZygoteSpec(interpreter=sys.executable, preload=(), jail=JailPolicy(
         hidden_paths=(str(Path(__file__).resolve().parents[2]),)))
-    worker_pool = WorkerPool(spec, slots, max_queue=1, grace_s=2.0, recycle_after=recycle_after)
+    worker_pool = WorkerPool(spec, slots, max_queue=1, grace_s=2.0, recycle_after=recycle_after,
+                             longest_idle_first=longest_idle_first)
     await worker_pool.start()
     return worker_pool
 
@@ -52,6 +53,22 @@ async def test_dead_worker_answers_crashed_and_is_replaced(pool):
     assert reply.outcome == "CRASHED" and reply.id == "kill"
     assert (await pool.run(request("40 + 2", "after"))).value == "42"
     assert pool.stats().restarts >= 1
+
+
+async def test_a_call_goes_to_the_worker_that_ran_last_or_the_one_idle_longest(sandbox_slots):
+    """The worker that ran last, by default; the one idle longest where the pool asks for it
+    (its workers start the next run's process ahead: the longest idle has had most time)."""
+    slots = sandbox_slots(2)
+    for longest_idle_first in (False, True):
+        pool = await started_pool(slots, recycle_after=100, longest_idle_first=longest_idle_first)
+        try:
+            uids = [(await pool.run(request("import os\nos.getuid()", str(number)))).value for number in range(4)]
+        finally:
+            await pool.close()
+        if longest_idle_first:
+            assert uids[0] != uids[1] and uids[:2] == uids[2:], uids
+        else:
+            assert len(set(uids)) == 1, uids
 
 
 async def test_workers_are_recycled(sandbox_slots):

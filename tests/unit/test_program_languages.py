@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 from sandbox.calls import PROGRAM_FILE
+from sandbox.inside.zygote import STARTED_AHEAD
 from toolserver.errors import ConfigError
+from toolserver.program.ahead import build_ahead
 from toolserver.program.languages import BUILT_IN, Language, language_from, load_languages, toolchain_version
-from toolserver.program.launchers import ARTIFACT, compile_program, compile_step, run_program
+from toolserver.program.launchers import ARTIFACT, compile_program, compile_step, run_program, start_ahead
+from toolserver.program.launchers import STARTED_AHEAD as LAUNCHERS_STARTED_AHEAD
 from toolserver.program.toolchains import install_commands, installed, missing
 from toolserver.settings import load_settings
 
@@ -56,12 +59,65 @@ def test_a_directory_of_more_languages_adds_and_replaces():
     ({"source_file": "{main}.go"}, "needs a compile, a main_pattern"),
     ({"main_pattern": "package \\w+", "main_default": "main"}, "main_pattern with a group"),
     ({"main_pattern": "(unclosed", "main_default": "main"}, "main_pattern is not a regular expression"),
+    ({"main_pattern": ["package (\\w+)", "package"], "main_default": "main"}, "main_pattern with a group"),
+    ({"main_pattern": ["package (\\w+)", 3], "main_default": "main"}, "main_pattern must hold strings"),
     ({"main_pattern": "package (\\w+)", "main_default": "../x"}, "main_default of letters"),
 ])
 def test_a_bad_language_file_is_refused_naming_the_file(change, message):
     values = {key: value for key, value in {**GO, **change}.items() if value is not None}
     with pytest.raises(ConfigError, match=f"language file x.toml: .*{message}"):
         language_from(values, "x.toml")
+
+
+AHEAD = {"source": "c.toml", "build": ["/bin/sh", "-c", "cp \"$1\" \"$0\"/built", "{dir}", "{source}"],
+         "run": ["/bin/sh", "{dir}/built"]}
+
+
+@pytest.mark.parametrize("ahead, message", [
+    ("java", "ahead must be a table"),
+    ({"source": "c.toml"}, "\\[ahead\\] needs exactly source, build, run"),
+    ({**AHEAD, "colour": "blue"}, "\\[ahead\\] needs exactly"),
+    ({**AHEAD, "source": "Nope.java"}, "ahead.source must name a file beside the language file"),
+    ({**AHEAD, "source": "../languages/c.toml"}, "ahead.source must name a file beside"),
+    ({**AHEAD, "run": ["sh", "x"]}, "ahead.run\\[0\\] must be an absolute path"),
+    ({**AHEAD, "build": ["/bin/true"]}, "ahead.build must write into {dir}"),
+    ({**AHEAD, "run": ["/bin/sh", 3]}, "ahead.run must hold strings"),
+])
+def test_a_bad_ahead_table_is_refused_naming_the_file(ahead, message):
+    path = str(FIXTURES / "x.toml")
+    with pytest.raises(ConfigError, match=f"language file {path}: {message}"):
+        language_from({**GO, "ahead": ahead}, path)
+
+
+def test_javas_jvm_is_started_ahead_with_the_runs_flags_and_handed_its_main():
+    java = load_languages()["java"]
+    assert java.ahead is not None and Path(java.ahead.source).is_file() and "/usr/bin/javac" in java.toolchain()
+    ahead = start_ahead(java, "/var/lib/toolserver/program/java-x", 256)
+    assert ahead is not None and ahead.directories == ("out",) and dict(ahead.environment) == {"TMPDIR": "{cwd}"}
+    assert ahead.argv[-3:] == ("-cp", "out:/var/lib/toolserver/program/java-x", "ToolserverJavaStart")
+    run_flags = [flag.replace("{memory_mb}", "256") for flag in java.run if flag.startswith("-X")]
+    assert [flag for flag in ahead.argv if flag.startswith("-X")] == run_flags and "-Xmx256m" in ahead.argv
+    launcher = run_program(java, 256)
+    assert f"globals().pop({STARTED_AHEAD!r}, None)" in launcher and "ahead(main + '\\n')" in launcher
+    assert LAUNCHERS_STARTED_AHEAD == STARTED_AHEAD  # the zygote leaves the hand-over where launchers look
+    assert start_ahead(load_languages()["go"], "/d", 256) is None and "ahead" not in run_program(load_languages()["go"], 256)
+
+
+def test_an_ahead_file_is_built_once_into_a_directory_of_its_own(tmp_path, caplog):
+    language = language_from({**GO, "ahead": AHEAD}, str(FIXTURES / "x.toml"))
+    built = build_ahead(language, str(tmp_path / "ahead"), "go1.19")
+    assert built and Path(built).parent == tmp_path / "ahead" and Path(built).name.startswith("go-")
+    assert (Path(built) / "built").read_text() == (FIXTURES / "c.toml").read_text()
+    assert oct(Path(built).stat().st_mode & 0o777) == "0o755" and not list((tmp_path / "ahead").glob(".go-*"))
+    (Path(built) / "built").write_text("kept")
+    assert build_ahead(language, str(tmp_path / "ahead"), "go1.19") == built
+    assert (Path(built) / "built").read_text() == "kept"  # built once
+    assert build_ahead(language, str(tmp_path / "ahead"), "go1.20") not in ("", built)  # another toolchain's
+    failing = language_from({**GO, "ahead": {**AHEAD, "build": ["/bin/sh", "-c", "echo no >&2; exit 1", "{dir}"]}},
+                            str(FIXTURES / "x.toml"))
+    assert build_ahead(failing, str(tmp_path / "ahead"), "go1.19") == ""
+    assert "building go's [ahead] failed" in caplog.text
+    assert build_ahead(load_languages()["go"], str(tmp_path / "ahead"), "go1.19") == ""
 
 
 def test_two_languages_may_not_claim_one_name(tmp_path):
@@ -79,6 +135,8 @@ def test_the_settings_name_only_described_languages():
         load_settings(None, **{"program.languages_dir": "languages"})
     assert load_settings(None, **{"program.languages_dir": str(FIXTURES),
                                   "program.languages": ["c"]}).program.languages == ("c",)
+    with pytest.raises(ConfigError, match="program.ahead_dir must be an absolute path outside /root and /tmp"):
+        load_settings(None, **{"program.ahead_dir": "/tmp/ahead"})
 
 
 def test_a_version_probe_that_fails_says_nothing():
@@ -149,12 +207,15 @@ def test_a_compile_packs_what_the_compiler_wrote_and_a_run_unpacks_it(tmp_path):
 
 @pytest.mark.parametrize("source, main", [("#!/bin/sh\n# program hello_2\necho ran $0\n", "hello_2"),
                                           ("#!/bin/sh\necho ran $0\n", "Main"),  # none named: main_default
-                                          ("#!/bin/sh\n# program ../../etc\necho ran $0\n", "Main")])
+                                          ("#!/bin/sh\n# program ../../etc\necho ran $0\n", "Main"),
+                                          ("#!/bin/sh\n# else other\n# program first\necho ran $0\n", "first"),
+                                          ("#!/bin/sh\n# else other\necho ran $0\n", "other")])
 def test_a_source_that_names_its_main_is_compiled_and_run_under_that_name(tmp_path, source, main):
     """Java's way (a public class lives in the file of its name), with sh as the compiler:
-    the compile finds {main} in the source, renames the source to its file, and the run
+    the compile finds {main} in the source (by the first of its patterns that finds one), renames the source to its file, and the run
     execs it by that name; a name the pattern does not find, or may not be, is main_default."""
-    language = language_from({"name": "shell", "source_file": "{main}.sh", "main_pattern": r"^# program (\S+)",
+    language = language_from({"name": "shell", "source_file": "{main}.sh", "main_pattern": [r"^# program (\S+)",
+                                                                                           r"^# else (\S+)"],
                               "main_default": "Main", "version": ["/bin/sh", "-c", "true"],
                               "compile": ["/bin/sh", "-c", "cp \"$0\" out/\"${0%.sh}\"", "{main}.sh"],
                               "run": ["out/{main}"]}, "x.toml")

@@ -21,12 +21,13 @@ from sandbox.calls import (
     CellRequest,
     KeptFile,
     SessionStart,
+    StartAhead,
     reply_frame_bytes,
 )
 from sandbox.inside.program import PROGRAM_FILE as INSIDE_PROGRAM_FILE
-from sandbox.inside.zygote import REQUEST_KEYS
+from sandbox.inside.zygote import REQUEST_KEYS, STARTED_AHEAD
 from sandbox.jail import JailPolicy, Slot
-from sandbox.selftest import probe_request, run_self_test
+from sandbox.selftest import PROBE_LIMITS, probe_request, run_self_test
 from sandbox.slots import prepare_scratch
 from sandbox.worker import INSIDE, GuardPolicy, GuardProfile, JailedProcess, WorkerLost, Zygote, ZygoteSpec
 from toolserver.python.settings import DENIED_IMPORTS
@@ -234,6 +235,54 @@ async def test_a_kept_file_is_sent_once_and_every_call_finds_it_whole(slot):
             reply = await zygote.run(request, 10)
             assert reply.outcome == "OK" and reply.value == repr(hashlib.sha256(files[name].data).hexdigest()), reply
             assert list(zygote.kept) == kept_after, (name, list(zygote.kept))
+    finally:
+        await zygote.kill()
+
+
+# A stand-in for a runtime started ahead: what it is told first picks what it does.
+AHEAD = StartAhead(("/bin/sh", "-c", 'read line; case "$line" in sleep) sleep 30;; segv) kill -SEGV $$;; esac; '
+                    'echo "first: $line"; echo "dir: $(ls -d out)"; echo "where: $WHERE"; '
+                    'echo "open files: $(ulimit -n)"; wc -c; exit 3'),
+                   (("WHERE", "{cwd}/x"),), ("out",))
+TAKE_OVER = (f"import os\nahead = globals().pop({STARTED_AHEAD!r}, None)\n"
+             "print('ahead' if ahead else 'none', sorted(os.listdir('.')), flush=True)\n"
+             "if ahead is not None:\n    ahead(open('line').read())\n")
+
+
+async def test_a_process_started_ahead_is_taken_over_by_the_call_that_names_it(slot):
+    """A request names the process its call's launcher takes over; the zygote's next child
+    starts it while it waits (in its working directory, with its directories and its
+    environment), and a call that names the same one runs on it: its first line, then the
+    call's stdin (more than a pipe holds), the call's limits, its exit status, its signal,
+    the call's time limit. A call that names another or none finds none started."""
+    zygote = Zygote(ZygoteSpec(interpreter=sys.executable, jail=JailPolicy(hidden_paths=(PROJECT,))), slot)
+    other = dataclasses.replace(AHEAD, argv=(*AHEAD.argv[:2], AHEAD.argv[2] + " "))
+
+    def request(ahead: StartAhead | None, line: str = "go\n", stdin: str = "", timeout_ms: int = 5000) -> CallRequest:
+        made = call(TAKE_OVER, stdin=stdin)
+        return dataclasses.replace(made, ahead=ahead, files={"line": line.encode()},
+                                   limits=dataclasses.replace(made.limits, timeout_ms=timeout_ms))
+
+    try:
+        await zygote.start()
+        first = await zygote.run(request(AHEAD), 10)
+        assert (first.outcome, first.stdout) == ("OK", "none ['line', 'main.py']\n"), first
+        taken = await zygote.run(request(AHEAD, stdin="x" * 200_000), 10)
+        lines = taken.stdout.splitlines()
+        assert (taken.outcome, taken.exit_code) == ("ERROR", 3), taken
+        assert lines[0] == "ahead ['line', 'main.py', 'out']" and lines[1:3] == ["first: go", "dir: out"], lines
+        assert lines[3].startswith("where: /") and lines[3].endswith("/x"), lines
+        assert lines[4:] == [f"open files: {PROBE_LIMITS.max_open_files}", "200000"], lines
+        timed_out = await zygote.run(request(AHEAD, "sleep\n", timeout_ms=500), 10)
+        assert timed_out.outcome == "TIMEOUT" and timed_out.stdout.startswith("ahead"), timed_out
+        crashed = await zygote.run(request(AHEAD, "segv\n"), 10)
+        assert (crashed.outcome, crashed.error) == ("CRASHED", "killed by signal SIGSEGV"), crashed
+        replaced = await zygote.run(request(other), 10)
+        assert replaced.stdout == "none ['line', 'main.py']\n", replaced
+        again = await zygote.run(request(other), 10)
+        assert again.stdout.startswith("ahead") and again.exit_code == 3, again
+        without = await zygote.run(request(None), 10)
+        assert (without.outcome, without.stdout) == ("OK", "none ['line', 'main.py']\n"), without
     finally:
         await zygote.kill()
 

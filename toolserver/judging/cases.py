@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from sandbox.calls import CallLimits, CallRequest, KeptFile
+from sandbox.calls import CallLimits, CallRequest, KeptFile, StartAhead
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import InvalidRequest
 from toolserver.judging.compiler import Compiled
@@ -27,12 +27,14 @@ COMPILE_FAULTS = ("ERROR", "TIMEOUT", "MEMORY_LIMIT", "OUTPUT_LIMIT")  # a compi
 class Run:
     """How each case runs: the program its jailed process runs, the files it gets (the
     compile's artifact, kept by the workers, or the source of a language that does not
-    compile), and what its runtime writes when an allocation is refused."""
+    compile), what its runtime writes when an allocation is refused, and the process the
+    workers start ahead of each run, which its program takes over (None: it starts its own)."""
 
     program: str
     files: dict[str, bytes] = field(default_factory=dict)
     kept_files: dict[str, KeptFile] = field(default_factory=dict)
     out_of_memory: tuple[str, ...] = (OUT_OF_MEMORY,)
+    ahead: StartAhead | None = None
 
 
 def check_call(call: pb.CppCall | pb.ProgramCall, section: str, max_source_kb: int, max_cases: int) -> None:
@@ -57,7 +59,7 @@ async def run_cases(pool: WorkerPool, run: Run, cases: list[pb.CppCase], limits:
         indexes = range(start, min(start + step, len(cases)))
         runs = [asyncio.ensure_future(pool.run(CallRequest(f"{request_id}/{index}", run.program, limits,
                                                            stdin=cases[index].stdin, files=run.files,
-                                                           kept_files=run.kept_files)))
+                                                           kept_files=run.kept_files, ahead=run.ahead)))
                 for index in indexes]
         index_of = dict(zip(runs, indexes))
         try:

@@ -25,8 +25,9 @@ from toolserver.errors import InvalidRequest, ToolUnavailable
 from toolserver.judging.cases import Run, check_call, compile_failed, judged, run_cases
 from toolserver.judging.compiler import COMPILER_OUTPUT_BYTES, Compiler
 from toolserver.policy import OPEN_POLICY, CallerPolicy
+from toolserver.program.ahead import build_ahead
 from toolserver.program.languages import Language, hidden_toolchain, load_languages, toolchain_version
-from toolserver.program.launchers import ARTIFACT, PRELOAD, compile_step, run_program
+from toolserver.program.launchers import ARTIFACT, PRELOAD, compile_step, run_program, start_ahead
 from toolserver.program.schema import program_call_from_json, program_tool_spec
 from toolserver.program.settings import ProgramSettings
 from toolserver.registry import BuildContext
@@ -45,6 +46,7 @@ class Served:
     version: str = ""
     reason: str = ""
     compiler: Compiler | None = None
+    ahead_dir: str = ""  # its [ahead] process's files, built; "": its runs start their own process
 
     @property
     def available(self) -> bool:
@@ -75,8 +77,10 @@ class ProgramExecutor(PooledTool):
         ready = ", ".join(f"{name} ({version})" for name, version in self.available_versions().items()) or "none"
         unavailable = "; ".join(f"{served.language.name} unavailable: {served.reason}"
                                 for served in self.served_languages if not served.available)
+        ahead = ", ".join(served.language.name for served in self.served_languages if served.ahead_dir)
         return (f"ready: {ready}; {self.pool_status()}; {sum(each.compiles for each in compilers)} compiles, "
-                f"{sum(each.cache.hits for each in compilers)} cached" + (f"; {unavailable}" if unavailable else ""))
+                f"{sum(each.cache.hits for each in compilers)} cached" + (f"; started ahead: {ahead}" if ahead else "")
+                + (f"; {unavailable}" if unavailable else ""))
 
     def spec(self, caller: CallerPolicy = OPEN_POLICY) -> pb.ToolSpec:
         return program_tool_spec(self.available_versions())
@@ -120,7 +124,8 @@ class ProgramExecutor(PooledTool):
             if not compiled.ok:
                 return compile_failed(request_id, compiled, "program")
             files, kept_files = {}, {ARTIFACT: compiled.kept()}
-        run = Run(run_program(language, granted.memory_mb), files, kept_files, language.out_of_memory)
+        run = Run(run_program(language, granted.memory_mb), files, kept_files, language.out_of_memory,
+                  start_ahead(language, served.ahead_dir, granted.memory_mb) if served.ahead_dir else None)
         cases = list(call.cases) or [pb.CppCase(stdin=call.stdin)]
         results, queued_us = await run_cases(self.pool, run, cases, granted, call.compare, call.stop_on_failure,
                                              request_id)
@@ -174,7 +179,7 @@ async def build_program(context: BuildContext, stack: AsyncExitStack) -> Program
         pool = await start_tool_pool("program", context, slots, stack, runtime=program.runtime(),
                                      max_queue=program.max_queue, grace_s=program.worker_grace_s,
                                      recycle_after=program.recycle_after, preload=PRELOAD,
-                                     kept_files_mb=program.kept_mb)
+                                     kept_files_mb=program.kept_mb, longest_idle_first=program.ahead)
     except NoPool as exc:
         return ProgramExecutor(settings, None, languages, str(exc))
     cache_bytes = (program.cache_mb << 20) // max(1, len(languages))
@@ -182,6 +187,9 @@ async def build_program(context: BuildContext, stack: AsyncExitStack) -> Program
         if served.available and served.language.compiles:
             served.compiler = Compiler(compile_step(served.language), pool,
                                        compile_limits(served.language, settings), cache_bytes)
+        if served.available and program.ahead and served.language.ahead is not None:
+            served.ahead_dir = await loop.run_in_executor(None, build_ahead, served.language, program.ahead_dir,
+                                                          served.version)
     executor = ProgramExecutor(settings, pool, languages)
     log.info("program: %s, %d workers", executor.status(), len(slots))
     return executor

@@ -23,11 +23,26 @@ compiled-language tool needs to know and nothing it must run to learn:
 Commands are argv lists: the first an absolute path (the jail has no PATH) or, for `run`,
 a path under `out/`; `{memory_mb}` in an argument is the run's memory limit (a heap flag).
 A language whose source names its own file (Java's public class must be in a file of its
-name) gives `main_pattern`, a regular expression (multi-line) whose first group, found in
-the source, is `{main}` in its source_file, compile and run (a name of letters, digits, _
-and $; `main_default` where there is none): `source_file = "{main}.java"`, run `... {main}`.
+name) gives `main_pattern`, a regular expression (multi-line), or a list of them tried in
+order, whose first group, found in the source, is `{main}` in its source_file, compile and
+run (a name of letters, digits, _ and $; `main_default` where none finds one):
+`source_file = "{main}.java"`, run `... {main}`.
 A compile writes what it makes under `out/` (made empty before it), which comes back to
 the server and is what each run starts from.
+
+A runtime that is slow to start (the JVM) may have a process started ahead of each run, while
+the worker waits for the run, which then only hands it the program (`[ahead]`):
+
+    [ahead]
+    source = "ToolserverJavaStart.java"   # beside the language file: what the process runs
+    build = ["/usr/bin/javac", "-d", "{dir}", "{source}"]   # run once at start-up, outside the
+                                          # jail, into a directory of [program] ahead_dir
+    run = ["/usr/bin/java", "-Xmx{memory_mb}m", "-cp", "out:{dir}", "ToolserverJavaStart"]
+
+The process `run` starts reads a first line on its stdin, `{main}` (empty for a language
+without one), and then runs the program as the language's own `run` would, the rest of its
+stdin the program's: the same output, exit status and stack traces. A run whose process
+was not started ahead (the worker's first, or one with another memory limit) runs `run`.
 
 `memory`: "address-space" caps a run's address space at its memory limit, as C++'s;
 "cgroup" is for runtimes that reserve far more address space than they use (the JVM, V8,
@@ -42,6 +57,7 @@ import os
 import re
 import subprocess
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,12 +70,23 @@ OUT_DIR = "out"
 MEMORY_MODES = ("address-space", "cgroup")
 MAIN = "{main}"
 KEYS = {"name": str, "aliases": list, "packages": list, "npm": list, "npm_prefix": str, "source_file": str,
-        "main_pattern": str, "main_default": str, "version": list,
+        "main_pattern": list, "main_default": str, "version": list,
         "compile": list, "run": list, "memory": str, "address_space_mb": int, "compile_memory_mb": int,
         "compile_timeout_ms": int, "environment": dict, "out_of_memory": list}
+AHEAD_KEYS = {"source": str, "build": list, "run": list}
 REQUIRED = ("name", "source_file", "version", "run")
 VERSION_TIMEOUT_S = 60
 MAIN_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")  # what {main} may be
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """A language's process started ahead of each run: the file it runs (source), the
+    command that builds it into {dir} at start-up, and the command that starts it."""
+
+    source: str  # an absolute path
+    build: tuple[str, ...]
+    run: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -79,8 +106,9 @@ class Language:
     compile_timeout_ms: int = 10_000
     environment: dict[str, str] = field(default_factory=dict)
     out_of_memory: tuple[str, ...] = ()
-    main_pattern: str = ""
+    main_pattern: tuple[str, ...] = ()  # tried in order
     main_default: str = ""
+    ahead: Ahead | None = None
     path: str = ""           # the file it was read from
 
     @property
@@ -99,8 +127,8 @@ class Language:
 
     def toolchain(self) -> tuple[str, ...]:
         """The host paths its commands run (the jail must show them)."""
-        return tuple(dict.fromkeys(command[0] for command in (self.version, self.compile, self.run)
-                                   if command and os.path.isabs(command[0])))
+        commands = (self.version, self.compile, self.run, *((self.ahead.build, self.ahead.run) if self.ahead else ()))
+        return tuple(dict.fromkeys(command[0] for command in commands if command and os.path.isabs(command[0])))
 
     def installs(self) -> str:
         """What installs its toolchain, for a reason it is unavailable."""
@@ -114,20 +142,19 @@ def language_from(values: dict[str, Any], path: str) -> Language:
     def fail(message: str) -> ConfigError:
         return ConfigError(f"language file {path}: {message}")
 
-    unknown = sorted(set(values) - set(KEYS))
+    unknown = sorted(set(values) - set(KEYS) - {"ahead"})
     if unknown:
         raise fail(f"unknown key(s) {', '.join(unknown)}")
     missing = [key for key in REQUIRED if key not in values]
     if missing:
         raise fail(f"missing {', '.join(missing)}")
-    for key, value in values.items():
-        if not isinstance(value, KEYS[key]) or isinstance(value, bool):
-            raise fail(f"{key} must be a {KEYS[key].__name__}")
-        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-        if not all(isinstance(item, str) for item in items):
-            raise fail(f"{key} must hold strings")
+    values = dict(values)
+    if isinstance(values.get("main_pattern"), str):
+        values["main_pattern"] = [values["main_pattern"]]
+    ahead = ahead_from(values.pop("ahead"), path, fail) if "ahead" in values else None
+    check_types(values, KEYS, fail, "")
     language = Language(**{key: tuple(value) if isinstance(value, list) else value for key, value in values.items()},
-                        path=path)
+                        ahead=ahead, path=path)
     for name in language.names:
         if not name or not name.replace("_", "").replace("-", "").isalnum() or name != name.lower():
             raise fail(f"name {name!r} must be lower-case letters, digits, - or _")
@@ -136,10 +163,10 @@ def language_from(values: dict[str, Any], path: str) -> Language:
     uses_main = any(MAIN in argument for argument in (language.source_file, *language.compile, *language.run))
     if uses_main or language.main_pattern:
         try:
-            groups = re.compile(language.main_pattern).groups
+            groups = [re.compile(pattern).groups for pattern in language.main_pattern]
         except re.error as exc:
             raise fail(f"main_pattern is not a regular expression: {exc}") from exc
-        if not (groups and language.compiles and MAIN_NAME.fullmatch(language.main_default)):
+        if not (groups and all(groups) and language.compiles and MAIN_NAME.fullmatch(language.main_default)):
             raise fail("{main} needs a compile, a main_pattern with a group and a main_default of letters, digits, "
                        "_ or $")
     for key in ("version", "compile"):
@@ -161,6 +188,38 @@ def language_from(values: dict[str, Any], path: str) -> Language:
     if language.compile_memory_mb <= 0 or language.compile_timeout_ms <= 0:
         raise fail("compile_memory_mb and compile_timeout_ms must be positive")
     return language
+
+
+def check_types(values: dict[str, Any], types: dict[str, type], fail: Callable[[str], ConfigError],
+                prefix: str) -> None:
+    """Raises fail(...) for a value of values that is not of its key's type in types, or a
+    list or table that holds anything but strings."""
+    for key, value in values.items():
+        if not isinstance(value, types[key]) or isinstance(value, bool):
+            raise fail(f"{prefix}{key} must be a {types[key].__name__}")
+        items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        if not all(isinstance(item, str) for item in items):
+            raise fail(f"{prefix}{key} must hold strings")
+
+
+def ahead_from(values: Any, path: str, fail: Callable[[str], ConfigError]) -> Ahead:
+    """A language file's [ahead]: its source beside the file, its commands' paths absolute."""
+    if not isinstance(values, dict):
+        raise fail("ahead must be a table")
+    unknown = sorted(set(values) - set(AHEAD_KEYS))
+    missing = [key for key in AHEAD_KEYS if key not in values]
+    if unknown or missing:
+        raise fail(f"[ahead] needs exactly {', '.join(AHEAD_KEYS)}")
+    check_types(values, AHEAD_KEYS, fail, "ahead.")
+    source = os.path.join(os.path.dirname(os.path.abspath(path)), values["source"])
+    if "/" in values["source"] or not os.path.isfile(source):
+        raise fail(f"ahead.source must name a file beside the language file, got {values['source']!r}")
+    for key in ("build", "run"):
+        if not values[key] or not os.path.isabs(values[key][0]):
+            raise fail(f"ahead.{key}[0] must be an absolute path")
+    if not any("{dir}" in argument for argument in values["build"]):
+        raise fail("ahead.build must write into {dir}")
+    return Ahead(source, tuple(values["build"]), tuple(values["run"]))
 
 
 def read_language(path: Path) -> Language:

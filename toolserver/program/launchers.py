@@ -7,12 +7,14 @@ stderr: tsc writes its errors on stdout) with `out/` empty before it, and packs 
 compiler wrote there into ARTIFACT, which the server fetches and keeps. A run unpacks
 ARTIFACT (or finds the source, for a language that runs it), caps its address space (the
 language's `memory`), and execs the language's run command, so that the process the jail,
-the rlimits and the memory cgroup hold is the program itself.
+the rlimits and the memory cgroup hold is the program itself; or, where its worker started
+the language's `[ahead]` process for it, hands the program to that process
+(`sandbox/inside/ahead.py`), which the rlimits and the memory cgroup hold as well.
 """
 
 from __future__ import annotations
 
-from sandbox.calls import PROGRAM_FILE
+from sandbox.calls import PROGRAM_FILE, StartAhead
 from toolserver.judging.compiler import CompileStep
 from toolserver.program.languages import MAIN, MAIN_NAME, OUT_DIR, Language
 
@@ -20,30 +22,50 @@ ARTIFACT = "out.zip"
 MAIN_FILE = f"{OUT_DIR}/.main"  # the name {main} stands for, found by the compile
 PRELOAD = ("subprocess", "zipfile")  # what the launchers import (17 ms for zipfile alone), imported once by
                                      # the tool's zygotes rather than by every run
+STARTED_AHEAD = "__started_ahead__"  # where the worker leaves a run its [ahead] process's hand-over
+                                     # (sandbox/inside/zygote.py: STARTED_AHEAD)
 
 
-def with_memory(argv: tuple[str, ...], memory_mb: int) -> list[str]:
-    return [argument.replace("{memory_mb}", str(memory_mb)) for argument in argv]
+def with_memory(argv: tuple[str, ...], memory_mb: int, directory: str = "") -> list[str]:
+    """argv with {memory_mb} filled in (and {dir}, an [ahead] process's built files)."""
+    return [argument.replace("{memory_mb}", str(memory_mb)).replace("{dir}", directory) for argument in argv]
+
+
+def environment(language: Language) -> dict[str, str]:
+    """The language's environment ({cwd}: the working directory) with TMPDIR there (the
+    jail's /tmp is not the call's)."""
+    return {"TMPDIR": "{cwd}", **language.environment}
 
 
 def environment_lines(language: Language) -> list[str]:
-    """Sets the language's environment ({cwd}: the working directory) and TMPDIR there
-    (the jail's /tmp is not the call's)."""
     return ["cwd = os.getcwd()",
-            "os.environ['TMPDIR'] = cwd",
             *(f"os.environ[{name!r}] = {value!r}.replace('{{cwd}}', cwd)"
-              for name, value in sorted(language.environment.items()))]
+              for name, value in sorted(environment(language).items()))]
+
+
+def start_ahead(language: Language, directory: str, memory_mb: int) -> StartAhead | None:
+    """The language's [ahead] process for a run under memory_mb, its file built into
+    directory; None for a language without one."""
+    if language.ahead is None:
+        return None
+    return StartAhead(tuple(with_memory(language.ahead.run, memory_mb, directory)),
+                      tuple(sorted(environment(language).items())), (OUT_DIR,) if language.compiles else ())
 
 
 def main_lines(language: Language) -> list[str]:
-    """Where the language's source names its main ({main}): finds it (main_default where
-    the pattern finds none, or a name it may not be), renames the source to the file of
-    that name and keeps the name in MAIN_FILE, for the runs."""
+    """Where the language's source names its main ({main}): finds it by the first of its
+    patterns that finds one (main_default where none does, or a name it may not be),
+    renames the source to the file of that name and keeps the name in MAIN_FILE, for the runs."""
     if not language.main_pattern:
         return []
     return [f"with open({language.source_sent!r}, encoding='utf-8', errors='surrogateescape') as source:",
-            f"    found = re.search({language.main_pattern!r}, source.read(), re.MULTILINE)",
-            "main = found.group(1) or '' if found else ''",
+            "    text = source.read()",
+            "main = ''",
+            f"for pattern in {list(language.main_pattern)!r}:",
+            "    found = re.search(pattern, text, re.MULTILINE)",
+            "    if found:",
+            "        main = found.group(1) or ''",
+            "        break",
             f"if not re.fullmatch({MAIN_NAME.pattern!r}, main):",
             f"    main = {language.main_default!r}",
             f"os.rename({language.source_sent!r}, {language.source_file!r}.replace({MAIN!r}, main))",
@@ -107,7 +129,11 @@ def run_program(language: Language, memory_mb: int) -> str:
               "resource.setrlimit(resource.RLIMIT_STACK, (stack, hard))"]
     if language.memory == "address-space":
         lines.append(f"resource.setrlimit(resource.RLIMIT_AS, ({memory_mb << 20}, {memory_mb << 20}))")
-    lines += [f"os.unlink({PROGRAM_FILE!r})",  # the program finds only its own files where it starts
-              f"argv = {with_main(argv, language)}",
+    lines.append(f"os.unlink({PROGRAM_FILE!r})")  # the program finds only its own files where it starts
+    if language.ahead is not None:
+        lines += [f"ahead = globals().pop({STARTED_AHEAD!r}, None)",
+                  "if ahead is not None:",
+                  f"    ahead({'main + ' if language.main_pattern else ''}{chr(10)!r})"]
+    lines += [f"argv = {with_main(argv, language)}",
               "os.execv(argv[0], argv)"]
     return "\n".join(lines) + "\n"

@@ -17,6 +17,7 @@ from toolserver.config import (
     SlotClaim,
     ToolSection,
     check_interpreter,
+    hidden_by_the_jail,
     require_positive,
 )
 from toolserver.cpus import available_cpus
@@ -41,6 +42,10 @@ class ProgramSettings(ToolSection):
     kept_mb: int = 32                    # compiled programs each worker keeps, least recently used
                                          # dropped first: a program's next case there is sent by name,
                                          # not its bytes (0: every run is sent its program)
+    ahead: bool = True                   # start a language's [ahead] process (the JVM) ahead of each run,
+                                         # while its worker waits (off: every run starts its own)
+    ahead_dir: str = "/var/lib/toolserver/program"  # where those processes' files are built at start-up:
+                                         # readable inside the jail
     max_source_kb: int = 512             # longer sources are a request error
     max_cases: int = 1024                # test cases in one call
     max_queue: int = 4096                # compiles and runs waiting for a worker; past it RESOURCE_EXHAUSTED
@@ -62,6 +67,9 @@ class ProgramSettings(ToolSection):
                                            "max_queue", "worker_grace_s", "recycle_after"))
         if self.workers < 0 or self.kept_mb < 0:
             raise ConfigError("program.workers and program.kept_mb must not be negative")
+        if not os.path.isabs(self.ahead_dir) or hidden_by_the_jail(self.ahead_dir):
+            raise ConfigError(f"program.ahead_dir must be an absolute path outside /root and /tmp (the jail hides "
+                              f"both), got {self.ahead_dir!r}")
         if self.languages_dir and not os.path.isabs(self.languages_dir):
             raise ConfigError(f"program.languages_dir must be an absolute path, got {self.languages_dir!r}")
         if len(set(self.languages)) != len(self.languages):

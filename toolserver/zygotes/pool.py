@@ -43,9 +43,13 @@ class PoolStats:
 class WorkerPool:
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_queue: int, grace_s: float,
                  recycle_after: int, cgroups: MemoryCgroups | None = None, name: str = "workers",
-                 scheduler: Scheduler | None = None, slot_cgroups: SlotCgroups | None = None) -> None:
+                 scheduler: Scheduler | None = None, slot_cgroups: SlotCgroups | None = None,
+                 longest_idle_first: bool = False) -> None:
         """slots: the base ones, each with a worker for the pool's whole life; the
-        scheduler may start extra workers on its spare slots (grow)."""
+        scheduler may start extra workers on its spare slots (grow). longest_idle_first:
+        a call goes to the worker idle longest, not the one that ran last (for workers that
+        start a process ahead of their next call, which the longest idle has had the most
+        time to start)."""
         if not slots:
             raise ValueError("a worker pool needs at least one slot")
         self.spec = spec
@@ -53,6 +57,7 @@ class WorkerPool:
         self.name = name
         self.grace_s = grace_s
         self.recycle_after = recycle_after
+        self.longest_idle_first = longest_idle_first
         self.restarts = 0
         self.calls = 0
         self.idle: collections.deque[Zygote] = collections.deque()
@@ -159,8 +164,8 @@ class WorkerPool:
 
     def take_idle(self) -> Zygote:
         """The worker that ran last (the others stay idle long enough for extras to
-        shrink), busy from now on."""
-        worker = self.idle.pop()
+        shrink), or the one idle longest where the pool asks for that; busy from now on."""
+        worker = self.idle.popleft() if self.longest_idle_first else self.idle.pop()
         now = time.monotonic()
         self._busy[worker] = (now, now)
         return worker

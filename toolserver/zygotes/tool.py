@@ -31,11 +31,13 @@ def no_slots(tool: str) -> str:
 
 async def start_tool_pool(tool: str, context: BuildContext, slots: list[Slot], stack: AsyncExitStack, *,
                           runtime: Runtime, max_queue: int, grace_s: float, recycle_after: int,
-                          preload: tuple[str, ...] = (), kept_files_mb: int = 0) -> WorkerPool:
+                          preload: tuple[str, ...] = (), kept_files_mb: int = 0,
+                          longest_idle_first: bool = False) -> WorkerPool:
     """A started pool of one class of zygotes on the sandbox's own spec and the runtime its
     tool names, for a tool whose calls all run alike (its scheduler of its own, named for
     the tool); preload: the modules its calls' launchers import, imported once by each
-    zygote; kept_files_mb: what each keeps of its calls' kept files. Its teardown goes on
+    zygote; kept_files_mb: what each keeps of its calls' kept files; longest_idle_first: as
+    WorkerPool's. Its teardown goes on
     stack. Raises NoPool when it has no slots, the sandbox is not proven, or no worker
     could start."""
     if not slots:
@@ -47,7 +49,7 @@ async def start_tool_pool(tool: str, context: BuildContext, slots: list[Slot], s
     spec = dataclasses.replace(sandbox_spec(context.settings, runtime), preload=preload, kept_files_mb=kept_files_mb)
     pool = WorkerPool(spec, slots, max_queue=max_queue, grace_s=grace_s,
                       recycle_after=recycle_after, name=tool, slot_cgroups=slot_cgroups,
-                      scheduler=Scheduler(max_queue=max_queue, tool=tool))
+                      scheduler=Scheduler(max_queue=max_queue, tool=tool), longest_idle_first=longest_idle_first)
     stack.push_async_callback(pool.close)
     try:
         await pool.start()
