@@ -65,8 +65,8 @@ class StartAhead:
     """A process a zygote starts ahead of its next call, while it waits for it: a runtime
     whose start is most of a short run's time (the JVM). It reads a first line, then the
     call's stdin (sandbox/inside/ahead.py); a call whose request names the same process has
-    its launcher hand it over, any other finds it stopped. A request names what the call
-    after it will want, as its own call does."""
+    its launcher hand it over, any other finds the zygote's child replaced by one without it.
+    A request names what the call after it will want, as its own call does."""
 
     argv: tuple[str, ...]  # argv[0] an absolute path
     environment: tuple[tuple[str, str], ...] = ()  # besides the zygote's; {cwd}: the call's working directory

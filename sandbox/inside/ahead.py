@@ -18,10 +18,9 @@ import resource
 from sandbox.inside.frames import write_all
 
 READ_CHUNK = 65536
-# What a call's process sets on itself (call_process.set_limits and its launcher), set on the
-# process started ahead as the launcher has them when it hands over.
-LIMITS = (resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_NPROC, resource.RLIMIT_FSIZE,
-          resource.RLIMIT_NOFILE, resource.RLIMIT_CORE, resource.RLIMIT_STACK)
+# Every rlimit: the launcher hands over each as it has it then, as an exec'd program would inherit
+# them (what call_process.set_limits and the launcher set among them).
+LIMITS = tuple(sorted({getattr(resource, name) for name in dir(resource) if name.startswith("RLIMIT_")}))
 
 
 class StartedAhead:
@@ -31,7 +30,6 @@ class StartedAhead:
     the call then fills)."""
 
     def __init__(self, spec, home):
-        self.spec = spec
         self.directories = []
         environment = dict(os.environ)
         environment.update({name: value.replace("{cwd}", home) for name, value in spec["environment"].items()})
@@ -42,6 +40,7 @@ class StartedAhead:
                 self.directories.append(name)
             argv = spec["argv"]
             self.pid = os.posix_spawn(argv[0], argv, environment, file_actions=[(os.POSIX_SPAWN_DUP2, read, 0)])
+            self.pidfd = os.pidfd_open(self.pid)  # its signals go by this, never by a pid that may be reaped
         except BaseException:
             os.close(self.stdin)
             self.remove_directories()
@@ -50,20 +49,17 @@ class StartedAhead:
             os.close(read)
 
     def alive(self):
+        """Whether it still runs; one that ended is reaped here."""
         try:
             return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
         except ChildProcessError:
             return False
 
-    def stop(self):
-        """Ends it unused (it ended before its call came), and takes its directories away:
+    def forget(self):
+        """Lets go of one that ended before its call came, and takes its directories away:
         the call finds its working directory as a call without it does."""
         os.close(self.stdin)
-        try:
-            os.kill(self.pid, _signal.SIGKILL)
-            os.waitpid(self.pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
+        os.close(self.pidfd)
         self.remove_directories()
 
     def remove_directories(self):
@@ -97,6 +93,6 @@ class StartedAhead:
 
     def pass_on(self, signum, frame):
         try:
-            os.kill(self.pid, signum)
+            _signal.pidfd_send_signal(self.pidfd, signum)
         except ProcessLookupError:
-            pass
+            pass  # it has ended

@@ -220,8 +220,8 @@ class Zygote:
         Everything that does not depend on the request is done before it arrives, while
         the child waits ahead of its call, so that a call pays only for its own part: the
         process ahead names too, which the call's launcher takes over (a request that names
-        another finds this child replaced; one that died ahead is stopped, and the launcher
-        starts its program itself).
+        another finds this child replaced; where that process ended before the call came, the
+        launcher starts its program itself).
         """
         self.call_result_fd = result_w
         self.call_pid = os.getpid()
@@ -246,7 +246,7 @@ class Zygote:
                 if started.alive():
                     main.__dict__[STARTED_AHEAD] = started.hand_over
                 else:
-                    started.stop()
+                    started.forget()
             point_stdin_at(request["stdin"])
             write_files(request["files"])
             write_kept_files(request["kept"], self.kept, request["kept_data"])
