@@ -1,5 +1,5 @@
 """What the host does to a running jail from outside: find its processes, reach into its
-private filesystem, cap its writable mounts.
+private filesystem, cap its writable mounts, cut its mounts off the host's.
 
 A jail's home, /tmp, /var/tmp, /dev/shm and /run/lock are tmpfs mounts that firejail makes in the
 jail's own mount namespace, so the host reaches them only through `/proc/<pid>/root` of
@@ -115,10 +115,40 @@ def cap_tmpfs(pid: int, path: str | Path, size_mb: int, files: int) -> None:
     devices = "dev" if point == "/dev" else "nodev"
     options = f"remount,nosuid,{devices},exec,size={size_mb}m,nr_inodes={files}"
     try:
-        done = subprocess.run(["nsenter", f"--target={pid}", "--mount", "--root", "--", "mount", "-o", options, point],
+        done = subprocess.run(["nsenter", f"--target={pid}", "--mount", "--root", "--", "mount", "--no-mtab", "-o", options, point],
                               capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise OSError(f"cannot cap the jail's {point}: {exc}") from exc
     if done.returncode != 0:
         raise OSError(f"cannot cap the jail's {point}: {done.stderr.strip() or done.returncode}")
 
+
+
+def make_mounts_private(pid: int) -> None:
+    """Makes every mount of the jail that pid is in private (as pid sees them, from the
+    host, as root): firejail copies the host's mounts as its slaves, so that a host mount
+    made later (a container's overlay, a netns, a tmpfs) would appear inside, with the
+    host's options. Raises OSError when it cannot, or when a mount still receives the
+    host's (`shared_mounts`)."""
+    try:
+        done = subprocess.run(["nsenter", f"--target={pid}", "--mount", "--", "mount", "--no-mtab", "--make-rprivate", "/"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise OSError(f"cannot make the jail's mounts private: {exc}") from exc
+    if done.returncode != 0:
+        raise OSError(f"cannot make the jail's mounts private: {done.stderr.strip() or done.returncode}")
+    if shared := shared_mounts(pid):
+        raise OSError(f"mounts of the jail still follow the host's: {shared[:3]}")
+
+
+def shared_mounts(pid: int) -> list[str]:
+    """The mount points, as pid sees them, of its mounts that share mount events with
+    another namespace (mountinfo's optional fields shared:N or master:N)."""
+    shared = []
+    with open(f"/proc/{pid}/mountinfo") as mounts:
+        for line in mounts:
+            fields, _, _ = line.partition(" - ")
+            parts = fields.split()
+            if any(tag.startswith(("shared:", "master:")) for tag in parts[6:]):
+                shared.append(parts[4])
+    return shared

@@ -13,6 +13,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sandbox.root import JailRoot, root_arguments
+
 
 @dataclass(frozen=True)
 class JailPolicy:
@@ -26,7 +28,9 @@ class JailPolicy:
     home_mb: int = 0                 # size of the home tmpfs (and of each private dir), set once the
                                      # jail runs; 0: uncapped
     home_files: int = 0              # files (inodes) each of them may hold; 0: uncapped
-    hidden_paths: tuple[str, ...] = ()  # blacklisted inside the jail (config, project tree)
+    root: JailRoot = field(default_factory=JailRoot)  # the host paths the jail shows (sandbox/root.py)
+    hidden_paths: tuple[str, ...] = ()  # blacklisted inside the jail (config, project tree), even where
+                                        # a path of the root holds them
     # Writable besides the home, each a tmpfs of the jail's own (--private-tmp, --private-dev,
     # and firejail's /run/lock, which /var/lock names), capped like the home and wiped after
     # every call, as a program may write them anywhere.
@@ -45,9 +49,10 @@ class Slot:
 
 
 def jail_command(policy: JailPolicy, slot: Slot, program: list[str], keep_fds: tuple[int, ...] = ()) -> list[str]:
-    """The firejail argv that runs program in slot under policy; the jail shares no
-    writable host directory with anyone, and of the descriptors it is started with only
-    keep_fds (which the program is told of) cross into it."""
+    """The firejail argv that runs program in slot under policy; the jail shows of the
+    host only its root's paths (read-only), shares no writable host directory with
+    anyone, and of the descriptors it is started with only keep_fds (which the program is
+    told of) cross into it."""
     scratch = str(slot.scratch)
     argv = [
         policy.firejail,
@@ -68,6 +73,7 @@ def jail_command(policy: JailPolicy, slot: Slot, program: list[str], keep_fds: t
         "--read-only=/",
     ]
     argv.append(f"--read-write={scratch}")
+    argv += root_arguments(policy.root)
     argv += [f"--nowhitelist={path}" for path in host_tmp_sockets()]
     argv += [f"--blacklist={path}" for path in policy.hidden_paths if path]
     argv += [

@@ -20,15 +20,19 @@ import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import socket
 import subprocess
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator
 
 from sandbox.calls import CallLimits, CallReply, CallRequest
 from sandbox.cgroups import MemoryCgroup
+from sandbox.hostside import shared_mounts
 from sandbox.jail import Slot
+from sandbox.root import JailRoot, expected_names
 from sandbox.slots import kill_slot_processes, prepare_scratch, running_as_root
 from sandbox.worker import WorkerLost, Zygote, ZygoteSpec
 
@@ -104,7 +108,31 @@ json.dumps({
     'writable': {p: writable(p) for p in WRITE_TARGETS},
     'writable_mounts': sorted(p for p in {line.split()[4] for line in open('/proc/self/mountinfo')} if writable(p)),
     'readable': {p: readable(p) for p in SECRET_TARGETS},
+    'root': root_view(TOPS, CANARY),
 })
+"""
+
+# What a process sees of the host's tree: each top directory's entries ('denied' where it
+# cannot list them) and whether it can read the canary, a file the host put outside the
+# jail's root. Prepended to the call's and the session's probes.
+ROOT_PROBE = r"""
+def root_view(tops, canary):
+    import os
+    listed = {}
+    for top in tops:
+        try:
+            listed[top] = sorted(os.listdir(top))
+        except FileNotFoundError:
+            listed[top] = []
+        except OSError:
+            listed[top] = 'denied'
+    try:
+        with open(canary, 'rb') as handle:
+            handle.read(1)
+        seen = 'read'
+    except OSError as exc:
+        seen = type(exc).__name__
+    return {'listed': listed, 'canary': seen, 'home': os.environ.get('HOME', '')}
 """
 
 LEFTOVERS = r"""
@@ -237,10 +265,12 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | Non
             checks.append(Check("starts", False, str(exc)))
             return checks
         checks.append(Check("starts", True, f"zygote pid {hello.get('pid')} in the jail"))
-        with host_unix_socket(slot) as (path, listener):
+        expected = expected_names(spec.root(), str(slot.scratch))
+        with host_unix_socket(slot) as (path, listener), canary_file(canary_directory(slot)) as canary:
             code = (f"WRITE_TARGETS = {write_targets(spec)!r}\n"
                     f"SECRET_TARGETS = {secret_targets()!r}\nPRIVATE_DIRS = {list(zygote.private_dirs)!r}\n"
-                    f"NAMESPACES = {NAMESPACES!r}\nHOST_SOCKET = {path!r}\n" + INSPECT)
+                    f"NAMESPACES = {NAMESPACES!r}\nHOST_SOCKET = {path!r}\nTOPS = {list(expected)!r}\n"
+                    f"CANARY = {canary!r}\n" + ROOT_PROBE + INSPECT)
             seen = await zygote.run(probe_request("inspect", code), 30)
             accepted = accepted_any(listener)
         if seen.outcome != "OK":
@@ -249,6 +279,8 @@ async def run_self_test(spec: ZygoteSpec, slot: Slot, cgroup: MemoryCgroup | Non
         capped = spec.jail.home_mb if running_as_root() and not spec.insecure_no_sandbox else 0
         inspected = json.loads(ast.literal_eval(seen.value))
         checks += judge_inspection(inspected, slot, accepted, capped)
+        checks.append(judge_root(inspected["root"], expected, "root_of_its_own", spec.insecure_no_sandbox))
+        checks.append(judge_mounts_private(zygote, spec.insecure_no_sandbox))
         checks.append(judge_private_dirs(spec.jail.private_dirs, zygote.private_dirs))
         checks.append(judge_writable_places(inspected, slot, zygote.private_dirs))
         left = await zygote.run(probe_request("leftovers", f"PRIVATE_DIRS = {list(zygote.private_dirs)!r}\n"
@@ -306,6 +338,61 @@ def accepted_any(listener: socket.socket) -> bool:
         return False
     connection.close()
     return True
+
+
+def canary_directory(slot: Slot) -> Path:
+    """Where the self-test puts its canary: beside the slots' homes, in the server's own
+    directory, which no path of a jail's root holds."""
+    return slot.scratch.parent.parent / f".selftest-canary-{os.getpid()}-{slot.name}"
+
+
+@contextlib.contextmanager
+def canary_file(directory: Path) -> Iterator[str]:
+    """A file anyone may read (0644) in a directory anyone may list (0755), outside the
+    jail's root: what a host file looks like that no jail may see; removed afterwards."""
+    directory.mkdir(mode=0o755, parents=True, exist_ok=True)
+    directory.chmod(0o755)
+    canary = directory / "canary"
+    try:
+        canary.write_text("a host file no jail may read\n")
+        canary.chmod(0o644)
+        yield str(canary)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def judge_root(view: dict[str, Any], expected: dict[str, list[str] | None], name: str,
+               insecure: bool = False) -> Check:
+    """Whether a process sees only its root of the host's tree: the canary unreadable,
+    and each top directory the root does not show whole empty or unlistable, or listing
+    only what the root shows in it (sandbox/root.py `expected_names`)."""
+    if insecure:
+        return Check(name, False, "no jail: the whole host is seen")
+    wrong = [] if view.get("canary") != "read" else ["the canary outside the root was read"]
+    listed = view.get("listed", {})
+    for top, names in expected.items():
+        seen = listed.get(top)
+        if names is None or seen == "denied":
+            continue
+        extra = sorted(set(seen or ()) - set(names)) if isinstance(seen, list) else ["(not listed)"]
+        if extra:
+            wrong.append(f"{top} shows {extra[:4]}")
+    if wrong:
+        return Check(name, False, "; ".join(wrong[:6]))
+    emptied = sum(1 for names in expected.values() if names == [])
+    return Check(name, True, f"only the root's paths: {emptied} host directories empty, "
+                             f"{sum(1 for names in expected.values() if names)} holding only what the root names, "
+                             f"the canary {view.get('canary')}")
+
+
+def judge_mounts_private(zygote: Zygote, insecure: bool = False) -> Check:
+    """Whether the jail's mounts are cut off the host's: a mount the host makes later is
+    never seen inside (`sandbox.hostside.make_mounts_private`)."""
+    if insecure or zygote.inside is None:
+        return Check("mounts_private", False, "no jail: the host's mounts are the process's own")
+    shared = shared_mounts(zygote.inside)
+    return Check("mounts_private", not shared, f"following the host's: {shared[:3]}" if shared
+                 else "no mount of the jail receives the host's mount events")
 
 
 def judge_inspection(seen: dict[str, Any], slot: Slot, host_socket_reached: bool = False,
@@ -448,8 +535,23 @@ def judge_session_probe(reply: CallReply) -> Check:
                                        f"{facts['Seccomp_filters']} seccomp filters, loopback only, host read-only")
 
 
+def judge_session_root(reply: CallReply, root: JailRoot) -> Check:
+    """Whether a session sees only its root of the host's tree, as a call does
+    (`judge_root` of a `root_probe` run in it)."""
+    if reply.outcome != "OK":
+        return Check("session_root", False, f"the probe ended {reply.outcome}: {reply.error or reply.stderr[-300:]}")
+    try:
+        view = ast.literal_eval(reply.value)
+    except (ValueError, SyntaxError):
+        return Check("session_root", False, f"unreadable probe answer {reply.value[:200]!r}")
+    return judge_root(view, expected_names(root, str(view.get("home", ""))), "session_root")
+
+
 # What a process sees of the filesystem, ids aside: run as a worker's call and in a session,
-# the two answers must be equal (judge_mount_views). Formatted with the jail's hidden paths.
+# the two answers must be equal (judge_mount_views). A mount counts where the process
+# reaches it: one covered by another, or in a directory the jail emptied, is none of its
+# (a host mount made between the two jails' starts lies there). Formatted with the jail's
+# hidden paths.
 MOUNT_VIEW_PROBE = r'''
 import os
 def seen(path):
@@ -461,21 +563,34 @@ def seen(path):
         return True
     except OSError:
         return False
+def reached(point, device):
+    major, minor = (int(number) for number in device.split(":"))
+    try:
+        return os.stat(point).st_dev == os.makedev(major, minor)
+    except OSError:
+        return False
 def view(hidden):
     home = os.environ["HOME"]
     mounts = []
     with open("/proc/self/mountinfo") as lines:
         for line in lines:
             fields = line.split()
-            point = fields[4]
+            point = fields[4].encode().decode("unicode_escape")
+            if not reached(point, fields[2]):
+                continue
             if point == home or point.startswith(home + "/"):
                 point = "~" + point[len(home):]
             access = "ro" if "ro" in fields[5].split(",") else "rw"
             mounts.append(f"{point} {access} {fields[fields.index('-') + 1]}")
-    return {"root_read_only": bool(os.statvfs("/").f_flag & os.ST_RDONLY), "mounts": sorted(mounts),
+    return {"root_read_only": bool(os.statvfs("/").f_flag & os.ST_RDONLY), "mounts": sorted(set(mounts)),
             "hidden_seen": [path for path in hidden if os.path.exists(path) and seen(path)]}
 view(%r)
 '''
+
+
+def root_probe(tops: list[str], canary: str) -> str:
+    """A program whose value is what it sees of the host's tree (ROOT_PROBE's root_view)."""
+    return ROOT_PROBE + f"root_view({tops!r}, {canary!r})"
 
 
 def mount_view_probe(spec: ZygoteSpec) -> str:

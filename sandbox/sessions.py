@@ -29,6 +29,7 @@ import signal
 import socket
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from sandbox.cgroups import MemoryCgroup
@@ -50,12 +51,21 @@ log = logging.getLogger(__name__)
 SESSION_ZYGOTE_SOURCE = (INSIDE / "session_zygote.py").read_text()
 READ_CHUNK = 1 << 16
 DRAIN_BYTES = 1 << 20  # read from a session's stream at one go, at most
-# The jail's holder: says where it is, then becomes a process that only waits.
+HOLDER_NAME = "jail-holder"  # the holder's process name (comm), as ps and /proc show it
+# The jail's holder: names itself, makes itself not dumpable (no process of the slot's uid may then open
+# its memory, descriptors or root, nor trace it: the kernel's ptrace access check), says
+# where it is, then only waits, in this interpreter: an exec would make it dumpable again.
 HOLDER_SOURCE = (
-    "import json, os, struct\n"
+    "import ctypes, json, os, signal, struct\n"
+    "PR_SET_NAME, PR_SET_DUMPABLE = 15, 4\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    f"libc.prctl(PR_SET_NAME, {HOLDER_NAME.encode()!r}, 0, 0, 0)\n"
+    "if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:\n"
+    "    raise SystemExit('the holder cannot make itself not dumpable')\n"
     "hello = json.dumps({'ready': True, 'pid': os.getpid()}).encode()\n"
     "os.write(1, struct.pack('>I', len(hello)) + hello)\n"
-    "os.execv('/bin/sleep', ['sleep', 'infinity'])\n"
+    "while True:\n"
+    "    signal.pause()\n"
 )
 
 
@@ -86,14 +96,40 @@ def empty_for_the_next_session(jail: SessionJail) -> None:
     """Kills every process the last session left in jail (all of its memory cgroup but the
     jail's own: firejail, its init and its holder) and resets the cgroup's charge, so that
     the jail can serve the next session of its slot (whose process empties the writable
-    places before it waits); raises OSError where that cannot be proven."""
-    if jail.cgroup is None or not jail.whole():
+    places before it waits); raises OSError where that cannot be proven, or where the last
+    session may have touched the holder it leaves (`holder_untouched`)."""
+    if jail.cgroup is None or not jail.whole() or jail.inside is None:
         raise OSError("the jail is not whole, or has no memory cgroup to prove it empty")
     if not jail.cgroup.kill_all_but(jail.own_pids):
         raise OSError("processes of the last session did not end")
+    holder_untouched(jail.inside)
     jail.cgroup.reset_charge()
     if not jail.whole():
         raise OSError("the jail ended as it was emptied")
+
+
+def holder_untouched(pid: int) -> None:
+    """Proves that the holder (host pid, held by a pidfd: it is the jail's own) is as it
+    started: not dumpable (its /proc files are root's, so no process of the slot's uid could
+    open its memory or descriptors, trace it or read its root), one thread, neither stopped
+    nor traced, no signal pending. A tenant may still kill it: then the jail is not whole
+    and not recycled. Raises OSError."""
+    try:
+        owner = os.stat(f"/proc/{pid}/status").st_uid  # its files (not its directory) are root's when not dumpable
+        status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                      if ":" in line)
+    except OSError as exc:
+        raise OSError(f"the jail's holder cannot be read: {exc}") from exc
+    state = status.get("State", "?").split()[0]
+    wrong = [text for text, bad in (
+        ("dumpable", owner != 0),
+        (f"in state {state}", state not in ("S", "R")),
+        (f"traced by {status.get('TracerPid', '?').strip()}", status.get("TracerPid", "").strip() != "0"),
+        (f"{status.get('Threads', '?').strip()} threads", status.get("Threads", "").strip() != "1"),
+        ("signalled", any(int(status.get(key, "1"), 16) for key in ("SigPnd", "ShdPnd"))),
+    ) if bad]
+    if wrong:
+        raise OSError(f"the jail's holder was touched: {', '.join(wrong)}")
 
 
 class SessionZygote:
@@ -212,9 +248,12 @@ async def receive_with_fds(sock: socket.socket, max_fds: int) -> tuple[bytes, li
 
 def session_request(spec: ZygoteSpec, slot: Slot, jail: SessionJail | None) -> dict[str, Any]:
     """What the zygote needs to make a session of slot (its jail comes as a pidfd): the
-    places it may write are its home and the jail's private dirs, as a call's."""
+    places it may write are its home and the jail's private dirs, as a call's, each of
+    which it empties before it serves. Without a jail (a server without a sandbox) the
+    private dirs would be the host's own /tmp, /var/tmp, /dev/shm and /run/lock: the session
+    has its home alone (its TMPDIR), and nothing of the host's is emptied."""
     policy = spec.jail
-    private_dirs = policy.private_dirs if jail is None else jail.private_dirs
+    private_dirs = () if jail is None else jail.private_dirs
     return {
         "uid": slot.uid, "gid": slot.gid, "home": str(slot.scratch), "writable": [str(slot.scratch), *private_dirs],
         "env": jail_environment(slot, spec.interpreter),

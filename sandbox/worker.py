@@ -12,6 +12,7 @@ import asyncio
 import base64
 import collections
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -24,8 +25,17 @@ from typing import Any
 
 from sandbox.calls import CallReply, CallRequest, reply_frame_bytes
 from sandbox.cgroups import MemoryCgroup
-from sandbox.hostside import cap_tmpfs, descendants, host_pid, in_other_mount_namespace, is_own_mount, namespace_pid
+from sandbox.hostside import (
+    cap_tmpfs,
+    descendants,
+    host_pid,
+    in_other_mount_namespace,
+    is_own_mount,
+    make_mounts_private,
+    namespace_pid,
+)
 from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
+from sandbox.root import JailRoot, interpreter_paths
 from sandbox.slots import kill_slot_processes, running_as_root, uids_of
 
 log = logging.getLogger(__name__)
@@ -114,12 +124,16 @@ class ZygoteSpec:
                             # Only for pools whose calls run the server's own launcher (cpp, program): a
                             # call's process holds what its zygote keeps in its memory until it execs
 
+    def root(self) -> JailRoot:
+        """What its jails show of the host: the jail's root and the interpreter it starts on."""
+        return self.jail.root.with_paths(*interpreter_paths(self.interpreter))
 
 def program_argv(spec: ZygoteSpec, slot: Slot, program: list[str], keep_fds: tuple[int, ...] = ()) -> list[str]:
-    """The exact argv a jailed program runs under: the same for workers, session jails, probe."""
+    """The exact argv a jailed program runs under: the same for workers, session jails,
+    probe; the jail's root shows the interpreter it starts on, whatever else it shows."""
     if spec.insecure_no_sandbox:
         return list(program)
-    return jail_command(spec.jail, slot, program, keep_fds)
+    return jail_command(dataclasses.replace(spec.jail, root=spec.root()), slot, program, keep_fds)
 
 
 def confined_program(spec: ZygoteSpec, program: list[str]) -> list[str]:
@@ -237,8 +251,9 @@ class JailedProcess:
 
     def _settle(self, jail_pid: int, spec: "ZygoteSpec") -> None:
         """Once the jail is warm and before any untrusted code runs in it: every process
-        of the jail joins the slot's memory cgroup, and its writable tmpfs mounts (the home,
-        /tmp, /var/tmp, /dev/shm, /run/lock) get their caps."""
+        of the jail joins the slot's memory cgroup, its mounts stop following the host's
+        (as root: `make_mounts_private`), and its writable tmpfs mounts (the home, /tmp,
+        /var/tmp, /dev/shm, /run/lock) get their caps."""
         assert self._process is not None
         root = self._process.pid
         self.inside = host_pid(root, jail_pid) or (root if namespace_pid(root) == jail_pid else None)
@@ -260,6 +275,8 @@ class JailedProcess:
         # and the host's /tmp is nobody's scratch.
         if not in_other_mount_namespace(self.inside):
             return
+        if running_as_root():
+            make_mounts_private(self.inside)
         self.private_dirs = tuple(path for path in spec.jail.private_dirs if is_own_mount(self.inside, path))
         if spec.jail.home_mb and running_as_root():
             for path in (self.slot.scratch, *self.private_dirs):

@@ -72,6 +72,8 @@ class SandboxSettings:
     jail_max_processes: int = 64      # firejail --rlimit-nproc, per slot uid
     jail_memory_mb: int = 0           # firejail --rlimit-as for a whole worker; 0: per call only
     hidden_paths: tuple[str, ...] = ()  # extra paths blacklisted inside every jail
+    jail_paths: tuple[str, ...] = ()  # host paths (or globs) every jail shows, read-only, besides the
+                                      # system's (sandbox/root.py BASE_ROOT) and what the tools declare
     interpreter: str = "/opt/toolserver/runtime/bin/python"  # what the self-test proves the jail with
                                       # (its probes run on it); each tool names its own jails' (python.,
                                       # cpp., bash.interpreter)
@@ -101,6 +103,11 @@ class ToolSection:
     def slots(self) -> SlotClaim:
         """What its tool takes of the sandbox slots."""
         return SlotClaim()
+
+    def jail_paths(self) -> tuple[str, ...]:
+        """Host paths its jailed processes need that the system's part of a jail's root
+        (sandbox/root.py BASE_ROOT) lacks: every jail shows them, read-only."""
+        return ()
 
     def validate(self) -> None:
         """Checks the section's own values; raises ConfigError."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sandbox.jail import JailPolicy
+from sandbox.root import JailRoot, interpreter_paths
 from sandbox.worker import ZygoteSpec
 from toolserver.config import RUNTIME_INTERPRETER, CoreSettings
 
@@ -45,6 +46,15 @@ def self_test_spec(settings: CoreSettings) -> ZygoteSpec:
     return sandbox_spec(settings, Runtime(interpreter=settings.sandbox.interpreter))
 
 
+def jail_root(settings: CoreSettings) -> JailRoot:
+    """The one root every jail of the server shows (sandbox/root.py): the system's part,
+    what [sandbox] jail_paths adds, [sandbox]'s interpreter (the self-test's) and what
+    every tool's section declares its processes need (its runtime among them)."""
+    declared = [path for _, section in settings.tool_sections() for path in section.jail_paths()]
+    return JailRoot().with_paths(*settings.sandbox.jail_paths, *interpreter_paths(settings.sandbox.interpreter),
+                                 *declared)
+
+
 def sandbox_spec(settings: CoreSettings, runtime: Runtime) -> ZygoteSpec:
     """The jail and caps every jailed process starts from, on runtime, with no preload
     and no Python-level guard (the jail alone)."""
@@ -61,6 +71,7 @@ def sandbox_spec(settings: CoreSettings, runtime: Runtime) -> ZygoteSpec:
         # its cap (and kills it) where the tmpfs would only refuse the next write.
         home_mb=settings.limits.max_scratch_mb + 1,
         home_files=settings.limits.max_scratch_files,
+        root=jail_root(settings),
         hidden_paths=tuple(hidden),
     )
     return ZygoteSpec(interpreter=runtime.interpreter, jail=jail, huge_pages=runtime.huge_pages,

@@ -15,6 +15,11 @@ import traceback
 PYTHON_MEMORY_ERROR = re.compile(r"(?<!OutOf)MemoryError")
 
 
+def wall_time_exceeded(timeout_ms):
+    """A call's error when it ran past its wall time."""
+    return f"wall time limit of {timeout_ms} ms exceeded"
+
+
 class Capture:
     """Bytes read from one pipe, kept up to a cap; the rest is read and dropped."""
 
@@ -109,7 +114,7 @@ def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=Fa
         reply["error"] = f"scratch space limit of {request['max_scratch_mb']} MB exceeded"
     elif timed_out:
         reply["outcome"] = "TIMEOUT"
-        reply["error"] = f"wall time limit of {request['timeout_ms']} ms exceeded"
+        reply["error"] = wall_time_exceeded(request["timeout_ms"])
     elif signalled:
         sig = os.WTERMSIG(status)
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and elapsed * 1000 >= request["timeout_ms"]):

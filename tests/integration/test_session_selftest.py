@@ -13,6 +13,7 @@ import pytest
 import sandbox.sessions
 from sandbox.calls import CallLimits, CallRequest
 from sandbox.jail import JailPolicy
+from sandbox.selftest import canary_directory
 from sandbox.worker import ZygoteSpec
 from toolserver.errors import Unavailable
 from toolserver.python.executor import verify_session_jail
@@ -29,7 +30,7 @@ async def self_tested(slots) -> tuple[ServerState, SessionManager, WorkerPool]:
     await pool.start()
     await sessions.start()
     state = ServerState()
-    await verify_session_jail(sessions, state, "", pool)
+    await verify_session_jail(sessions, state, "", pool, SPEC.root(), canary_directory(slots[1]))
     return state, sessions, pool
 
 

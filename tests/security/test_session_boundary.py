@@ -20,6 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from sandbox.sessions import HOLDER_NAME
 from sandbox.slots import processes_of_uid
 from tests.conftest import RunningServer
 from tests.integration.test_metrics import scrape
@@ -320,7 +321,7 @@ def one_slot_server(tmp_path_factory):
 # Which jail a session is in: its holder's pid and start time (a namespace's inode number
 # is given again to the next namespace made once it is freed).
 JAIL_ID = ("import os\n[(p, open(f'/proc/{p}/stat').read().rpartition(')')[2].split()[19]) for p in os.listdir('/proc') "
-           "if p.isdigit() and open(f'/proc/{p}/cmdline', 'rb').read().startswith(b'sleep')]")
+           f"if p.isdigit() and open(f'/proc/{{p}}/comm').read().strip() == {HOLDER_NAME!r}]")
 
 LEAVE_EVERYTHING = r"""
 import os, signal
@@ -369,7 +370,7 @@ for line in open('/proc/self/mountinfo'):
 mine = {1, os.getpid(), os.getppid()}
 others = {}
 for pid in (int(p) for p in os.listdir('/proc') if p.isdigit() and int(p) not in mine):
-    others[pid] = open(f'/proc/{pid}/cmdline', 'rb').read().split(b'\0')[0].decode()
+    others[pid] = open(f'/proc/{pid}/comm').read().strip()
 ipc = [len(open('/proc/sysvipc/' + kind).read().splitlines()) - 1 for kind in ('shm', 'sem', 'msg')]
 (left, sorted(os.listdir(os.environ['HOME'])), sorted(os.listdir('/dev/shm')), sorted(others.values()), ipc,
  'LEFT_BEHIND' in os.environ)
@@ -414,7 +415,8 @@ def test_a_session_in_a_recycled_jail_finds_nothing_of_the_last_one(one_slot_ser
             seen = eval(value(client, LOOK_FOR_IT, second.session_id))
         finally:
             client.close_session(second.session_id)
-        assert seen == ({}, [], [], ["sleep"], [0, 0, 0], False)  # of processes, the jail's holder only
+        assert jail, "no holder seen"
+        assert seen == ({}, [], [], [HOLDER_NAME], [0, 0, 0], False)  # of processes, the jail's holder only
         assert int((cgroup / "memory.max_usage_in_bytes").read_text()) < 120 << 20
         assert int((cgroup / "memory.failcnt").read_text()) == 0
         assert scrape(one_slot_server)["toolserver_sessions_recycled"] >= 1
@@ -427,7 +429,7 @@ def test_a_jail_whose_holder_was_killed_is_not_recycled(one_slot_server):
         first = client.open_session()
         before = value(client, JAIL_ID, first.session_id)
         kill = ("import os, signal\nfor pid in os.listdir('/proc'):\n    if pid.isdigit() and "
-                "open(f'/proc/{pid}/cmdline', 'rb').read().startswith(b'sleep'):\n"
+                f"open(f'/proc/{{pid}}/comm').read().strip() == {HOLDER_NAME!r}:\n"
                 "        os.kill(int(pid), signal.SIGKILL)\n")
         client.run_python(kill, session_id=first.session_id)
         try:
@@ -440,3 +442,99 @@ def test_a_jail_whose_holder_was_killed_is_not_recycled(one_slot_server):
             assert value(client, "6 * 7", second.session_id) == "42"
         finally:
             client.close_session(second.session_id)
+
+
+# A tenant's try at what it leaves in its jail: its holder (and the jail's init), through
+# /proc/PID/mem (a loop written over its code, as a takeover does), ptrace, its descriptors
+# (the pipes to the server) and its root. Each answer is the errno's name, or what it got.
+TAKE_OVER_THE_HOLDER = f"""
+import ctypes, errno, os
+holder = next(int(p) for p in os.listdir('/proc') if p.isdigit()
+              and open(f'/proc/{{p}}/comm').read().strip() == {HOLDER_NAME!r})
+libc = ctypes.CDLL(None, use_errno=True)
+def attempt(action):
+    try:
+        return action()
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno))
+def write_memory(pid):
+    fd = os.open(f'/proc/{{pid}}/mem', os.O_RDWR)
+    try:
+        return 'opened for writing'
+    finally:
+        os.close(fd)
+def trace(pid):
+    PTRACE_ATTACH, PTRACE_DETACH = 16, 17
+    if libc.ptrace(PTRACE_ATTACH, pid, None, None) == 0:
+        libc.ptrace(PTRACE_DETACH, pid, None, None)
+        return 'traced'
+    return errno.errorcode.get(ctypes.get_errno(), '?')
+answers = {{}}
+for name, pid in (('holder', holder), ('init', 1)):
+    answers[name + ' memory'] = attempt(lambda: write_memory(pid))
+    answers[name + ' ptrace'] = trace(pid)
+    answers[name + ' descriptors'] = attempt(lambda: sorted(os.listdir(f'/proc/{{pid}}/fd')))
+    answers[name + ' root'] = attempt(lambda: os.listdir(f'/proc/{{pid}}/root/'))
+    answers[name + ' environment'] = attempt(lambda: open(f'/proc/{{pid}}/environ', 'rb').read())
+answers
+"""
+
+
+def test_a_tenant_cannot_take_over_what_its_recycled_jail_keeps(one_slot_server):
+    """The first session tries to write into its holder's memory, trace it, reach its
+    descriptors, root and environment (and the jail's init's); every door is shut (the
+    holder is not dumpable; the init keeps capabilities the tenant lacks). The next caller's
+    session, made in the same jail, finds no process but the holder, still not dumpable."""
+    with one_slot_server.client() as client:
+        first = client.open_session()
+        try:
+            jail = value(client, JAIL_ID, first.session_id)
+            answers = eval(value(client, TAKE_OVER_THE_HOLDER, first.session_id))
+        finally:
+            client.close_session(first.session_id)
+        assert jail, "no holder seen"
+        assert all(answer in ("EACCES", "EPERM") for answer in answers.values()), answers
+        second = client.open_session()
+        try:
+            assert value(client, JAIL_ID, second.session_id) == jail, "a new jail, not the recycled one"
+            seen = eval(value(client, LOOK_FOR_IT, second.session_id))
+            again = eval(value(client, TAKE_OVER_THE_HOLDER, second.session_id))
+        finally:
+            client.close_session(second.session_id)
+        assert seen[3] == [HOLDER_NAME]
+        assert all(answer in ("EACCES", "EPERM") for answer in again.values()), again
+
+
+STOP_THE_HOLDER = f"""
+import os, signal, time
+holder = next(int(p) for p in os.listdir('/proc') if p.isdigit()
+              and open(f'/proc/{{p}}/comm').read().strip() == {HOLDER_NAME!r})
+os.kill(holder, signal.SIGSTOP)
+for _ in range(200):  # the signal is delivered as the holder is next scheduled
+    state = open(f'/proc/{{holder}}/stat').read().rpartition(')')[2].split()[0]
+    if state == 'T':
+        break
+    time.sleep(0.01)
+state
+"""
+
+
+def test_a_holder_a_tenant_signalled_is_not_recycled(one_slot_server):
+    """A tenant may signal its holder (same uid): one it stopped, or one it killed, is
+    proven touched at the close, and the next session gets a new jail."""
+    with one_slot_server.client() as client:
+        first = client.open_session()
+        try:
+            jail = value(client, JAIL_ID, first.session_id)
+            assert value(client, STOP_THE_HOLDER, first.session_id) == "'T'"
+        finally:
+            client.close_session(first.session_id)
+        second = client.open_session()
+        try:
+            fresh = value(client, JAIL_ID, second.session_id)
+            states = value(client, "import os\n[open(f'/proc/{p}/stat').read().rpartition(')')[2].split()[0] "
+                                   "for p in os.listdir('/proc') if p.isdigit()]", second.session_id)
+        finally:
+            client.close_session(second.session_id)
+        assert fresh and fresh != jail, "a stopped holder's jail was recycled"
+        assert "'T'" not in states

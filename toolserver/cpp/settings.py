@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from sandbox.root import interpreter_paths
 from toolserver.config import (
     RUNTIME_INTERPRETER,
     CoreSettings,
@@ -58,6 +59,10 @@ class CppSettings(ToolSection):
     def slots(self) -> SlotClaim:
         """Its workers run on the slots the tools before it leave."""
         return SlotClaim(wanted=self.worker_count() if self.enabled else 0)
+
+    def jail_paths(self) -> tuple[str, ...]:
+        """The interpreter its zygotes start on."""
+        return interpreter_paths(self.interpreter)
 
     def runtime(self) -> Runtime:
         return Runtime(interpreter=self.interpreter)

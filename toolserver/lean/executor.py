@@ -10,6 +10,7 @@ It knows nothing of gRPC status codes.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -168,7 +169,10 @@ class LeanExecutor(Tool):
             log.warning("lean: %s", self._reason)
             return
         prewarm = tuple(dict.fromkeys(parse_header(h) for h in settings.prewarm_headers))
-        self.pool = ReplPool(self.jail_spec, self.slots, self.toolchain, start_timeout_s=settings.start_timeout_s,
+        jail = self.jail_spec.jail
+        spec = dataclasses.replace(self.jail_spec, jail=dataclasses.replace(
+            jail, root=jail.root.with_paths(*self.toolchain.jail_paths(), settings.project_dir)))
+        self.pool = ReplPool(spec, self.slots, self.toolchain, start_timeout_s=settings.start_timeout_s,
                              max_queue=settings.max_queue,
                              idle_evict_s=settings.idle_evict_s, recycle_after=settings.recycle_after,
                              keep_headers=prewarm, cgroups=self.cgroups)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,6 +55,13 @@ class Toolchain:
     command: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     description: str = ""
+
+    def jail_paths(self) -> tuple[str, ...]:
+        """What a REPL's jail must show of the host: the REPL itself and the toolchain's
+        and project's directories its environment names (LEAN_SYSROOT, LEAN_PATH, ...)."""
+        listed = [path for name in ("LEAN_SYSROOT", "LEAN_PATH", "LEAN_SRC_PATH", "LD_LIBRARY_PATH")
+                  for path in self.env.get(name, "").split(":")]
+        return tuple(dict.fromkeys(path for path in (self.command[0], *listed) if os.path.isabs(path)))
 
 
 def has_errors(answer: dict[str, Any]) -> bool:

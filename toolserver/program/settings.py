@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from sandbox.root import interpreter_paths
 from toolserver.config import (
     RUNTIME_INTERPRETER,
     CoreSettings,
@@ -58,6 +59,13 @@ class ProgramSettings(ToolSection):
     def slots(self) -> SlotClaim:
         """Its workers run on the slots the tools before it leave."""
         return SlotClaim(wanted=self.worker_count() if self.enabled else 0)
+
+    def jail_paths(self) -> tuple[str, ...]:
+        """Its zygotes' interpreter, the files built for the jail at start-up and the npm
+        packages of its languages (TypeScript's compiler)."""
+        prefixes = tuple(language.npm_prefix for language in load_languages(self.languages_dir).values()
+                         if language.npm_prefix)
+        return (*interpreter_paths(self.interpreter), self.ahead_dir, *prefixes)
 
     def runtime(self) -> Runtime:
         return Runtime(interpreter=self.interpreter)

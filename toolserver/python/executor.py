@@ -11,19 +11,28 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 from sandbox.calls import PROGRAM_FILE, CallLimits, CallReply, CallRequest, working_path
 from sandbox.cgroups import SlotCgroups
+from sandbox.inside.outcome import wall_time_exceeded
+from sandbox.root import JailRoot, expected_names
 from sandbox.selftest import (
     SESSION_PROBE,
     Check,
+    canary_directory,
+    canary_file,
+    failed,
     guard_probe,
     judge_guard,
     judge_mount_views,
     judge_session_probe,
+    judge_session_root,
     mount_view_probe,
     probe_request,
+    root_probe,
 )
 from sandbox.worker import WorkerLost
 from toolcontract.v1 import toolserver_pb2 as pb
@@ -36,13 +45,15 @@ from toolserver.python.jails import python_jails
 from toolserver.python.routing import RUNS_ON, SCIENTIFIC, SLIM, WARM, CallRouter
 from toolserver.python.rules import PythonRules
 from toolserver.python.schema import python_call_from_json, python_tool_spec
-from toolserver.python.sessions import SessionManager, open_files_wanted, raise_open_files
+from toolserver.python.sessions import SELF_TEST_OWNER, SessionManager, open_files_wanted, raise_open_files
 from toolserver.python.settings import PythonSettings, SessionSettings
 from toolserver.registry import BuildContext, Tool
 from toolserver.state import ServerState
 from toolserver.text import valid_text
 from toolserver.zygotes.pool import WorkerPool
 from toolserver.zygotes.scheduler import Scheduler
+
+log = logging.getLogger(__name__)
 
 OUTCOMES = {name: pb.Outcome.Value(name) for name in
             ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "DENIED", "CRASHED", "INVALID", "OUTPUT_LIMIT")}
@@ -186,20 +197,30 @@ class PythonExecutor(Tool):
     async def run_stateless(self, request: CallRequest) -> CallReply:
         """The reply of a worker of the class the router picks (or of one that runs it
         too, when the scheduler lends one); a call a worker hands back (REROUTE, naming the
-        module it lacks) runs again where that module is preloaded."""
+        module it lacks) runs again where that module is preloaded, with the time its tries
+        so far have not used: the call's limit holds for all of them together, and its
+        answer's elapsed time is theirs together."""
         assert self.pool is not None
         scheduler = self.pool.scheduler
         reply = await scheduler.run(self.router.route(request.code), request)
-        queued_us = reply.queued_us
+        queued_us, elapsed_us = reply.queued_us, reply.elapsed_us
         for _ in range(2):  # slim to warm to scientific at most (a scientific worker hands nothing back)
             if reply.outcome != "REROUTE":
                 break
             self.rerouted += 1
+            left_ms = request.limits.timeout_ms - elapsed_us // 1000
+            if left_ms <= 0:
+                reply = CallReply(request.id, "TIMEOUT", error=wall_time_exceeded(request.limits.timeout_ms))
+                break
             route = self.router.route_handed_back(reply.needs)
             scientific = route == SCIENTIFIC and route in self.pools
-            reply = await scheduler.run(route if scientific else WARM, request, borrow=not scientific)
+            rest = dataclasses.replace(request, limits=dataclasses.replace(request.limits, timeout_ms=left_ms))
+            reply = await scheduler.run(route if scientific else WARM, rest, borrow=not scientific)
             queued_us += reply.queued_us
-        reply.queued_us = queued_us
+            elapsed_us += reply.elapsed_us
+            if reply.outcome == "TIMEOUT" and reply.error == wall_time_exceeded(left_ms):
+                reply.error = wall_time_exceeded(request.limits.timeout_ms)
+        reply.queued_us, reply.elapsed_us = queued_us, elapsed_us
         return self.checked(reply)
 
     @staticmethod
@@ -264,41 +285,88 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
                                   cgroups=context.cgroups)
         stack.push_async_callback(sessions.shutdown)
         await sessions.start()
-        await verify_session_jail(sessions, state, python.import_profile, pools.get(WARM))
+        rechecks = await verify_session_jail(sessions, state, python.import_profile, pools.get(WARM),
+                                             jails.session.root(), canary_directory(session_slots[0]))
+        if rechecks is not None:
+            stack.callback(rechecks.cancel)
     executor = PythonExecutor(settings, pools, sessions)
     watch_python(context.metrics, executor)
     return executor
 
 
+SESSION_CHECK_TRIES = 3     # a session's jail check that fails is tried this many times before sessions stop
+SESSION_RECHECK_S = 30.0    # while they are stopped, it is tried again this often
+
+
 async def verify_session_jail(sessions: SessionManager, state: ServerState, profile: str,
-                              pool: WorkerPool | None) -> None:
+                              pool: WorkerPool | None, root: JailRoot, canary_dir: Path) -> asyncio.Task[None] | None:
     """Proves on a real session that its process holds in its jail as a worker's call does:
     not root, no capability, no_new_privs, the jail's seccomp filters and ours, no network,
-    its home writable, and the filesystem a call on pool sees (the same mounts, read-only
-    root, hidden paths hidden). A session jail that does not hold stops sessions, with the
-    reason (calls are served on)."""
+    its home writable, only its root of the host's tree (a canary in canary_dir unread),
+    and the filesystem a call on pool sees (the same reachable mounts, read-only root,
+    hidden paths hidden). A check that fails is tried again SESSION_CHECK_TRIES times;
+    one that still fails stops sessions with the reason (calls are served on) and is tried
+    again every SESSION_RECHECK_S in the task returned, which serves sessions again once
+    every check passes: no passing state of the host switches sessions off for good."""
     if sessions.unavailable or state.insecure:
-        return
+        return None
+    for attempt in range(SESSION_CHECK_TRIES):
+        if attempt:
+            await asyncio.sleep(1.0)
+        checks = await session_jail_checks(sessions, profile, pool, root, canary_dir)
+        if not failed(checks):
+            break
+    record_checks(state, checks)
+    if bad := failed(checks):
+        sessions.refuse(f"sandbox self-test failed: {bad[0].name} ({bad[0].detail})")
+        return asyncio.get_running_loop().create_task(
+            recheck_session_jail(sessions, state, profile, pool, root, canary_dir))
+    return None
+
+
+async def recheck_session_jail(sessions: SessionManager, state: ServerState, profile: str,
+                               pool: WorkerPool | None, root: JailRoot, canary_dir: Path) -> None:
+    """Checks a session's jail again every SESSION_RECHECK_S until it holds, then serves
+    sessions again; each result replaces the last in the server's checks."""
+    while sessions.unavailable:
+        await asyncio.sleep(SESSION_RECHECK_S)
+        checks = await session_jail_checks(sessions, profile, pool, root, canary_dir)
+        record_checks(state, checks)
+        if bad := failed(checks):
+            log.warning("sessions stay refused: %s (%s)", bad[0].name, bad[0].detail)
+        else:
+            sessions.resume()
+
+
+def record_checks(state: ServerState, checks: list[Check]) -> None:
+    """checks in the server's, in place of earlier results of the same names."""
+    names = {check.name for check in checks}
+    state.checks = [check for check in state.checks if check.name not in names] + checks
+
+
+async def session_jail_checks(sessions: SessionManager, profile: str, pool: WorkerPool | None,
+                              root: JailRoot, canary_dir: Path) -> list[Check]:
+    """The checks of one session opened for the self-test: `session_jail`, `session_root`
+    and, with pool, `session_mounts`."""
     views = mount_view_probe(sessions.spec)
+    tops = list(expected_names(root, ""))
     try:
-        session = await sessions.open(owner="\0selftest", profile=profile)
-        try:
-            reply = await sessions.execute(session.session_id, "\0selftest", SESSION_PROBE, "", 20000, 65536)
-            view = await sessions.execute(session.session_id, "\0selftest", views, "", 20000, 1 << 20)
-        finally:
-            await sessions.close(session.session_id, "\0selftest")
-    except RequestError as exc:
-        checks = [Check("session_jail", False, f"no session could be opened: {exc}")]
-    else:
-        checks = [judge_session_probe(reply)]
-        if pool is not None:
-            checks.append(judge_mount_views(await pool.run(probe_request("mount_view", views, max_output_bytes=1 << 20)),
-                                            view))
-    state.checks += checks
-    for check in checks:
-        if not check.ok:
-            sessions.refuse(f"sandbox self-test failed: {check.name} ({check.detail})")
-            return
+        with canary_file(canary_dir) as canary:
+            session = await sessions.open(owner=SELF_TEST_OWNER, profile=profile)
+            try:
+                reply = await sessions.execute(session.session_id, SELF_TEST_OWNER, SESSION_PROBE, "", 20000, 65536)
+                seen = await sessions.execute(session.session_id, SELF_TEST_OWNER, root_probe(tops, canary), "",
+                                              20000, 1 << 20)
+                view = await sessions.execute(session.session_id, SELF_TEST_OWNER, views, "", 20000, 1 << 20)
+            finally:
+                await sessions.close(session.session_id, SELF_TEST_OWNER)
+    except (RequestError, OSError) as exc:
+        return [Check("session_jail", False, f"no session could be opened: {exc}")]
+    checks = [judge_session_probe(reply), judge_session_root(seen, root)]
+    if pool is not None:
+        checks.append(judge_mount_views(await pool.run(probe_request("mount_view", views, max_output_bytes=1 << 20)),
+                                        view))
+    return checks
 
 
 async def verify_guard(pool: WorkerPool, state: ServerState, profile: str, module: str, name: str) -> None:

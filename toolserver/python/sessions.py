@@ -37,6 +37,8 @@ from toolserver.python.session_pool import START_FRAME_BYTES, ReadySession, Sess
 
 log = logging.getLogger(__name__)
 
+SELF_TEST_OWNER = "\0selftest"  # the self-test's sessions: no caller's name has a NUL
+
 INTERRUPT_GRACE_S = 3.0
 VALUE_CHARS = 1 << 20  # a cell's value (its repr) is cut at this many characters, or the call's output cap
 
@@ -127,10 +129,20 @@ class SessionManager:
         self._reaper = asyncio.get_running_loop().create_task(self._reap_idle())
 
     def refuse(self, reason: str) -> None:
-        """Stops serving sessions for reason (a failed check of their jail)."""
+        """Stops serving sessions for reason (a failed check of their jail); the self-test
+        may still open its own (SELF_TEST_OWNER) to check again."""
         self.unavailable = reason
         self.pool.stopped = True
         log.error("refusing sessions: %s", reason)
+
+    def resume(self) -> None:
+        """Serves sessions again (their jail's check passed once more)."""
+        if self._closed or not self.unavailable:
+            return
+        log.warning("serving sessions again: %s no longer holds", self.unavailable)
+        self.unavailable = ""
+        self.pool.stopped = False
+        self.pool.refill()
 
     # ---- open, call, close
 
@@ -139,7 +151,7 @@ class SessionManager:
         and the guard of its import profile; max_for_owner > 0 caps how many owner may hold."""
         if self._closed:
             raise Unavailable("server is shutting down")
-        if self.unavailable:
+        if self.unavailable and owner != SELF_TEST_OWNER:
             raise Unavailable(f"sessions are not served: {self.unavailable}")
         if len(self.sessions) + self._opening >= self.max_sessions or \
                 (max_for_owner and self._held_by(owner) >= max_for_owner):

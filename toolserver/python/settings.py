@@ -10,6 +10,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from sandbox.root import interpreter_paths
 from toolserver.config import (
     RUNTIME_INTERPRETER,
     CoreSettings,
@@ -156,6 +157,10 @@ class PythonSettings(ToolSection):
     def runtime(self) -> Runtime:
         """The calls' runtime: what the tool's zygotes and sessions start on."""
         return Runtime(interpreter=self.interpreter, huge_pages=self.huge_pages, start_timeout_s=self.start_timeout_s)
+
+    def jail_paths(self) -> tuple[str, ...]:
+        """The interpreter its zygotes start on."""
+        return interpreter_paths(self.interpreter)
 
     def slots(self) -> SlotClaim:
         """Every worker of the three classes needs its slot to serve."""
