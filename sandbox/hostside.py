@@ -131,7 +131,7 @@ def make_mounts_private(pid: int) -> None:
     host's options. Raises OSError when it cannot, or when a mount still receives the
     host's (`shared_mounts`)."""
     try:
-        done = subprocess.run(["nsenter", f"--target={pid}", "--mount", "--", "mount", "--no-mtab", "--make-rprivate", "/"],
+        done = subprocess.run(["nsenter", f"--target={pid}", "--mount", "--root", "--", "mount", "--no-mtab", "--make-rprivate", "/"],
                               capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise OSError(f"cannot make the jail's mounts private: {exc}") from exc

@@ -547,11 +547,13 @@ def judge_session_root(reply: CallReply, root: JailRoot) -> Check:
     return judge_root(view, expected_names(root, str(view.get("home", ""))), "session_root")
 
 
-# What a process sees of the filesystem, ids aside: run as a worker's call and in a session,
-# the two answers must be equal (judge_mount_views). A mount counts where the process
-# reaches it: one covered by another, or in a directory the jail emptied, is none of its
-# (a host mount made between the two jails' starts lies there). Formatted with the jail's
-# hidden paths.
+# What a process can do to the filesystem, ids aside: run as a worker's call and in a
+# session, the two answers must be equal (judge_mount_views): a read-only root, the hidden
+# paths hidden, and the same writable mounts, each counted where the process reaches it
+# (one covered by another, or in a directory the jail emptied, is none of its). Read-only
+# mounts are not compared: a host mount made between the two jails' starts is among them
+# (read-only in the later jail, absent from the earlier), and what a jail may see of the
+# host is its root's, proven apart (`judge_root`). Formatted with the jail's hidden paths.
 MOUNT_VIEW_PROBE = r'''
 import os
 def seen(path):
@@ -580,8 +582,8 @@ def view(hidden):
                 continue
             if point == home or point.startswith(home + "/"):
                 point = "~" + point[len(home):]
-            access = "ro" if "ro" in fields[5].split(",") else "rw"
-            mounts.append(f"{point} {access} {fields[fields.index('-') + 1]}")
+            if "ro" not in fields[5].split(","):
+                mounts.append(f"{point} {fields[fields.index('-') + 1]}")
     return {"root_read_only": bool(os.statvfs("/").f_flag & os.ST_RDONLY), "mounts": sorted(set(mounts)),
             "hidden_seen": [path for path in hidden if os.path.exists(path) and seen(path)]}
 view(%r)
@@ -598,8 +600,8 @@ def mount_view_probe(spec: ZygoteSpec) -> str:
 
 
 def judge_mount_views(call: CallReply, session: CallReply) -> Check:
-    """Whether a session sees the filesystem a worker's call sees: the same mounts, each
-    read-only or writable alike, a read-only root and every hidden path hidden."""
+    """Whether a session can do to the filesystem what a worker's call can: the same
+    writable mounts, a read-only root and every hidden path hidden."""
     views = []
     for name, reply in (("a call", call), ("a session", session)):
         if reply.outcome != "OK":
@@ -618,9 +620,9 @@ def judge_mount_views(call: CallReply, session: CallReply) -> Check:
     if own.get("mounts") != worker.get("mounts"):
         only_own = sorted(set(own.get("mounts", ())) - set(worker.get("mounts", ())))
         only_worker = sorted(set(worker.get("mounts", ())) - set(own.get("mounts", ())))
-        wrong.append(f"its mounts differ from a call's ({len(own.get('mounts', ()))} against "
+        wrong.append(f"its writable mounts differ from a call's ({len(own.get('mounts', ()))} against "
                      f"{len(worker.get('mounts', ()))}; only its own: {only_own[:3]}; only a call's: {only_worker[:3]})")
     if wrong:
         return Check("session_mounts", False, "; ".join(wrong))
     return Check("session_mounts", True,
-                 f"the same {len(own['mounts'])} mounts as a call, read-only root, hidden paths hidden")
+                 f"the same {len(own['mounts'])} writable mounts as a call, read-only root, hidden paths hidden")

@@ -78,6 +78,13 @@ class WorkerLost(Exception):
     """The worker died, hung, or answered something that is not a frame."""
 
 
+class JailEndedEarly(WorkerLost):
+    """The jail's process ended before the program in it said hello."""
+
+
+JAIL_START_TRIES = 3  # a jail that ends as it starts is started this many times in all
+
+
 @dataclass(frozen=True)
 class GuardProfile:
     """What sandbox/guard.py refuses to a call of one profile; the default, nothing."""
@@ -220,7 +227,23 @@ class JailedProcess:
                      pass_fds: tuple[int, ...] = (), library: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
         """Starts source (an in-jail program: a zygote, a session jail's holder) in the slot's jail with
         config (and pass_fds), waits for its hello frame, then settles the jail; returns
-        the hello. Raises WorkerLost, with the jail killed."""
+        the hello. A jail that ended before its hello is started again, JAIL_START_TRIES
+        times in all: firejail refuses a jail whose whitelist a host mount made meanwhile
+        crossed ("invalid whitelist mount"), as container engines do all the time. Raises
+        WorkerLost, with the jail killed."""
+        for attempt in range(1, JAIL_START_TRIES + 1):
+            try:
+                return await self._launch_once(spec, name, source, config, pass_fds, library)
+            except JailEndedEarly as exc:
+                if attempt == JAIL_START_TRIES:
+                    raise
+                log.warning("%s %s: the jail ended as it started, starting it again: %s", self.label, self.slot.name,
+                            exc)
+                await asyncio.sleep(0.05 * attempt)
+        raise AssertionError("unreachable")
+
+    async def _launch_once(self, spec: "ZygoteSpec", name: str, source: str, config: dict[str, Any],
+                           pass_fds: tuple[int, ...], library: tuple[tuple[str, str], ...]) -> dict[str, Any]:
         try:
             self.hold(await spawn_jailed(
                 spec, self.slot, [spec.interpreter, "-I", "-c", BOOTSTRAP], pass_fds,
@@ -238,7 +261,8 @@ class JailedProcess:
             hello = await asyncio.wait_for(self.read_frame(), spec.start_timeout_s)
         except (asyncio.TimeoutError, OSError, WorkerLost) as exc:
             await self.kill()
-            raise WorkerLost(f"{name} did not start: {exc!r}; stderr: {self.stderr_tail.strip()[-500:]}") from exc
+            lost = WorkerLost if isinstance(exc, asyncio.TimeoutError) else JailEndedEarly
+            raise lost(f"{name} did not start: {exc!r}; stderr: {self.stderr_tail.strip()[-500:]}") from exc
         if not hello.get("ready"):
             await self.kill()
             raise WorkerLost(f"{name} sent no hello: {hello!r}")

@@ -92,6 +92,40 @@ def test_insecure_flag_serves_and_says_so(tmp_path):
         server.stop()
 
 
+HOST_TEMP_DIRECTORIES = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+def test_an_insecure_server_with_sessions_leaves_the_host_temp_directories_alone(tmp_path):
+    """Without a jail a session's writable places would be the host's own temp
+    directories: the session must not empty them (as root, every file of other programs
+    there was gone). A canary file in each, made before the server starts, survives a
+    session made ahead, one opened, its cells and its close."""
+    canaries = []
+    for directory in HOST_TEMP_DIRECTORIES:
+        handle, path = tempfile.mkstemp(prefix="toolserver-canary-", dir=directory)
+        os.write(handle, b"not the server's")
+        os.close(handle)
+        canaries.append(Path(path))
+    server = RunningServer(tmp_path, workers=1, sessions=2, slim_workers=0,
+                           args=("--insecure-no-sandbox",), config="[sessions]\nready = 1\n")
+    try:
+        with server.client() as client:
+            session = client.open_session()
+            reply = client.run_python("import os, tempfile\nopen('here', 'w').write('x')\n"
+                                      "os.path.dirname(tempfile.mkstemp()[1]) == os.environ['HOME']",
+                                      session_id=session.session_id)
+            assert reply.outcome == pb.OK and reply.python.value == "True", reply
+            client.close_session(session.session_id)
+            client.close_session(client.open_session().session_id)
+        time.sleep(1)  # the sessions made ahead after the closes
+        survived = [path for path in canaries if path.exists() and path.read_bytes() == b"not the server's"]
+        assert survived == canaries, f"emptied by the server: {sorted(set(canaries) - set(survived))}"
+    finally:
+        server.stop()
+        for path in canaries:
+            path.unlink(missing_ok=True)
+
+
 def test_sigterm_drains_in_flight_calls(tmp_path):
     server = RunningServer(tmp_path, workers=1)
     results: dict[str, object] = {}

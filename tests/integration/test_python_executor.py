@@ -6,6 +6,7 @@ guard off (the guard would refuse their fork, ctypes and socket calls first)."""
 from __future__ import annotations
 
 import base64
+import time
 
 import grpc
 import pytest
@@ -220,3 +221,32 @@ def test_code_whose_imports_are_hidden_runs_where_they_are_preloaded(client, sha
     response = client.run_python(code, timeout_ms=20000)
     assert response.outcome == pb.OK, response.error
     assert response.stdout == "before True\n3\n"  # once, from the run on a worker that holds pandas
+
+
+# Hidden from the router (it reads imports): the call starts on a slim worker, is handed to
+# a warm one at numpy, then to a scientific one at pandas, each try from the start.
+SPIN_THEN_IMPORT = """
+import time
+def spin(seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+spin(1.2)
+__import__('ypmun'[::-1])
+spin(1.2)
+__import__('sadnap'[::-1])
+print('done')
+"""
+
+
+def test_a_rerouted_call_runs_within_its_one_time_limit(client):
+    """Each try gets what the tries before it left of the call's limit: 1.2 s on the slim
+    worker leave 1.8 s, which the warm worker's 2.4 s of spinning run past. Three whole
+    tries would take 6 s and answer OK."""
+    started = time.monotonic()
+    response = client.run_python(SPIN_THEN_IMPORT, timeout_ms=3000)
+    wall_s = time.monotonic() - started
+    assert response.outcome == pb.TIMEOUT and "done" not in response.stdout, response
+    assert response.error == "wall time limit of 3000 ms exceeded"
+    assert wall_s < 3.0 + 2.0, wall_s  # the limit, and a margin for the hand-overs on a loaded host
+    assert 2_900_000 <= response.elapsed_us <= wall_s * 1e6, (response.elapsed_us, wall_s)

@@ -20,6 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from sandbox.selftest import MOUNT_VIEW_PROBE
 from sandbox.sessions import HOLDER_NAME
 from sandbox.slots import processes_of_uid
 from tests.conftest import RunningServer
@@ -32,8 +33,7 @@ WORLD_WRITABLE = Path("/srv/toolserver-test-1777")  # a host directory anyone ma
 
 PROBES = {
     "root read-only": "import os\nbool(os.statvfs('/').f_flag & os.ST_RDONLY)",
-    "mount view": "import os\nsorted(l.split()[4].replace(os.environ['HOME'], '~') + ' ' + l.split()[5][:2] "
-                  "for l in open('/proc/self/mountinfo'))",
+    "mount view": MOUNT_VIEW_PROBE % ([],),  # what it may write, where it reaches it
     "server tree": f"import os\nos.path.exists({str(Path(__file__).resolve().parents[2])!r} + '/README.md')",
     "host write": f"import os\ntry:\n    open({str(WORLD_WRITABLE)!r} + '/probe', 'w').close()\n    r = 'written'\n"
                   "except OSError as e:\n    r = type(e).__name__\nr",
