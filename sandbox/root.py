@@ -66,13 +66,15 @@ class JailRoot:
         """This root and paths, each once, in order."""
         return JailRoot(tuple(dict.fromkeys((*self.paths, *(os.path.normpath(p) for p in paths if p)))))
 
-    def shown(self) -> list[str]:
-        """The paths that exist on the host now, globs expanded, normalized (not resolved)."""
+    def shown(self, host: Path = Path("/")) -> list[str]:
+        """The paths that exist in host's tree now, globs expanded, normalized (not
+        resolved), each as the jail names it (from /)."""
         found: list[str] = []
         for pattern in self.paths:
-            matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
-            found += [os.path.normpath(path) for path in matches if os.path.lexists(path)]
-        return list(dict.fromkeys(found))
+            on_host = str(host / pattern.lstrip("/"))
+            matches = sorted(glob.glob(on_host)) if glob.has_magic(pattern) else [on_host]
+            found += ["/" + os.path.relpath(path, host) for path in matches if os.path.lexists(path)]
+        return list(dict.fromkeys(os.path.normpath(path) for path in found))
 
 
 def top_directories(host: Path = Path("/")) -> list[str]:
@@ -104,7 +106,7 @@ def within(path: str, directory: str) -> bool:
 def root_layout(root: JailRoot, host: Path = Path("/")) -> dict[str, tuple[str, ...] | None]:
     """Each top directory of the host and what the jail shows of it: None for all of it
     (it lies in a shown path), else the shown paths below it (none: it is empty)."""
-    shown = root.shown()
+    shown = root.shown(host)
     layout: dict[str, tuple[str, ...] | None] = {}
     for top in top_directories(host):
         if any(within(top, path) for path in shown):

@@ -253,6 +253,8 @@ class CoreSettings:
             raise ConfigError(f"server.port must be at most 65535, got {self.server.port}")
         if self.sandbox.first_slot < 0:
             raise ConfigError("sandbox.first_slot must not be negative")
+        if loose := [path for path in self.sandbox.jail_paths if not os.path.isabs(path)]:
+            raise ConfigError(f"sandbox.jail_paths must be absolute paths, got {loose}")
         for name in ("timeout_ms", "memory_mb", "max_output_bytes"):
             if getattr(self.defaults, name) > getattr(self.limits, name):
                 raise ConfigError(f"defaults.{name} ({getattr(self.defaults, name)}) exceeds "
