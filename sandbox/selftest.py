@@ -341,9 +341,10 @@ def accepted_any(listener: socket.socket) -> bool:
 
 
 def canary_directory(slot: Slot) -> Path:
-    """Where the self-test puts its canary: beside the slots' homes, in the server's own
-    directory, which no path of a jail's root holds."""
-    return slot.scratch.parent.parent / f".selftest-canary-{os.getpid()}-{slot.name}"
+    """Where the self-test puts its canary: beside the slots' homes, in the scratch root,
+    the server's own and writable (a container's root filesystem may be read-only), of
+    which a jail shows its own home alone."""
+    return slot.scratch.parent / f".selftest-canary-{os.getpid()}-{slot.name}"
 
 
 @contextlib.contextmanager

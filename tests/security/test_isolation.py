@@ -18,6 +18,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from sandbox.sessions import HOLDER_NAME
 from sandbox.slots import processes_of_uid
 from tests.security.test_attacks import still_serving
 from toolclient.client import PermissionDenied, python_request
@@ -195,9 +196,10 @@ def is_the_jails_own(pid: int) -> bool:
     """Whether pid is one of a session jail's own processes: firejail's two, its holder."""
     try:
         command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
     except OSError:
         return False
-    return command == b"sleep\0infinity\0" or command.startswith(b"firejail\0")
+    return name == HOLDER_NAME or command.startswith(b"firejail\0")
 
 
 def test_a_sessions_processes_share_its_memory_and_daemons_die_with_it(jail_client):

@@ -98,6 +98,11 @@ async def build_cpp(context: BuildContext, stack: AsyncExitStack) -> CppExecutor
     if not name:
         return CppExecutor(settings, None, None, reason=f"compiler {cpp.compiler} does not run: install g++ "
                                                         "(scripts/setup.sh does) or set [cpp] compiler")
+    command = cpp.command()
+    if cpp.precompiled_header:  # before the workers start: their jails show only the files there are then
+        directory = await asyncio.get_running_loop().run_in_executor(None, precompiled_header, command,
+                                                                     cpp.precompiled_dir)
+        command += ["-I", directory] if directory else []
     try:
         pool = await start_tool_pool("cpp", context, slots, stack, runtime=cpp.runtime(),
                                      max_queue=cpp.max_queue, grace_s=cpp.worker_grace_s,
@@ -109,11 +114,6 @@ async def build_cpp(context: BuildContext, stack: AsyncExitStack) -> CppExecutor
                                 max_output_bytes=COMPILER_OUTPUT_BYTES, max_processes=caps.max_processes,
                                 max_file_mb=caps.max_file_mb, max_open_files=caps.max_open_files,
                                 max_scratch_mb=caps.max_scratch_mb)
-    command = cpp.command()
-    if cpp.precompiled_header:
-        directory = await asyncio.get_running_loop().run_in_executor(None, precompiled_header, command,
-                                                                     cpp.precompiled_dir)
-        command += ["-I", directory] if directory else []
     executor = CppExecutor(settings, pool, Compiler(compile_step(command), pool, compile_limits, cpp.cache_mb << 20),
                            name)
     watch_cpp(context.metrics, executor)

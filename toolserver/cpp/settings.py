@@ -61,8 +61,8 @@ class CppSettings(ToolSection):
         return SlotClaim(wanted=self.worker_count() if self.enabled else 0)
 
     def jail_paths(self) -> tuple[str, ...]:
-        """The interpreter its zygotes start on."""
-        return interpreter_paths(self.interpreter)
+        """The interpreter its zygotes start on and the precompiled header's directory."""
+        return (*interpreter_paths(self.interpreter), self.precompiled_dir)
 
     def runtime(self) -> Runtime:
         return Runtime(interpreter=self.interpreter)

@@ -175,6 +175,10 @@ async def build_program(context: BuildContext, stack: AsyncExitStack) -> Program
     if not any(served.available for served in languages):
         return ProgramExecutor(settings, None, languages, reason="no language's toolchain runs here: " + "; ".join(
             f"{served.language.name}: {served.reason}" for served in languages))
+    for served in languages:  # before the workers start: their jails show only the files there are then
+        if served.available and program.ahead and served.language.ahead is not None:
+            served.ahead_dir = await loop.run_in_executor(None, build_ahead, served.language, program.ahead_dir,
+                                                          served.version)
     try:
         pool = await start_tool_pool("program", context, slots, stack, runtime=program.runtime(),
                                      max_queue=program.max_queue, grace_s=program.worker_grace_s,
@@ -187,9 +191,6 @@ async def build_program(context: BuildContext, stack: AsyncExitStack) -> Program
         if served.available and served.language.compiles:
             served.compiler = Compiler(compile_step(served.language), pool,
                                        compile_limits(served.language, settings), cache_bytes)
-        if served.available and program.ahead and served.language.ahead is not None:
-            served.ahead_dir = await loop.run_in_executor(None, build_ahead, served.language, program.ahead_dir,
-                                                          served.version)
     executor = ProgramExecutor(settings, pool, languages)
     log.info("program: %s, %d workers", executor.status(), len(slots))
     return executor
