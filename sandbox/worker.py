@@ -35,6 +35,7 @@ from sandbox.hostside import (
     namespace_pid,
 )
 from sandbox.jail import JailPolicy, Slot, jail_command, jail_environment
+from sandbox.profiles import GuardPolicy
 from sandbox.root import JailRoot, interpreter_paths
 from sandbox.slots import kill_slot_processes, running_as_root, uids_of
 
@@ -86,33 +87,6 @@ JAIL_START_TRIES = 3  # a jail that ends as it starts is started this many times
 
 
 @dataclass(frozen=True)
-class GuardProfile:
-    """What sandbox/guard.py refuses to a call of one profile; the default, nothing."""
-
-    allowed: tuple[str, ...] | None = None  # top-level modules the call's own code may import; None: all
-    denied: tuple[str, ...] = ()            # modules nothing in the call may load
-    refuse_actions: bool = False            # network, new processes, signals to others, hand-built code, ...
-
-    def refuses_nothing(self) -> bool:
-        return self.allowed is None and not self.denied and not self.refuse_actions
-
-    def config(self) -> dict[str, Any]:
-        return {"allowed": None if self.allowed is None else list(self.allowed), "denied": list(self.denied),
-                "refuse_actions": self.refuse_actions}
-
-
-@dataclass(frozen=True)
-class GuardPolicy:
-    """The guard profiles by name; each call names its profile."""
-
-    profiles: dict[str, GuardProfile]
-
-    def config(self) -> dict[str, Any]:
-        """The guard's part of an in-jail program's config."""
-        return {"profiles": {name: profile.config() for name, profile in self.profiles.items()}}
-
-
-@dataclass(frozen=True)
 class ZygoteSpec:
     """How to start a zygote: which interpreter, what it pre-imports, which jail."""
 
@@ -134,6 +108,7 @@ class ZygoteSpec:
     def root(self) -> JailRoot:
         """What its jails show of the host: the jail's root and the interpreter it starts on."""
         return self.jail.root.with_paths(*interpreter_paths(self.interpreter))
+
 
 def program_argv(spec: ZygoteSpec, slot: Slot, program: list[str], keep_fds: tuple[int, ...] = ()) -> list[str]:
     """The exact argv a jailed program runs under: the same for workers, session jails,
@@ -231,7 +206,8 @@ class JailedProcess:
         times in all: firejail refuses a jail whose whitelist a host mount made meanwhile
         crossed ("invalid whitelist mount"), as container engines do all the time. Raises
         WorkerLost, with the jail killed."""
-        for attempt in range(1, JAIL_START_TRIES + 1):
+        attempt = 1
+        while True:
             try:
                 return await self._launch_once(spec, name, source, config, pass_fds, library)
             except JailEndedEarly as exc:
@@ -239,8 +215,8 @@ class JailedProcess:
                     raise
                 log.warning("%s %s: the jail ended as it started, starting it again: %s", self.label, self.slot.name,
                             exc)
-                await asyncio.sleep(0.05 * attempt)
-        raise AssertionError("unreachable")
+            await asyncio.sleep(0.05 * attempt)
+            attempt += 1
 
     async def _launch_once(self, spec: "ZygoteSpec", name: str, source: str, config: dict[str, Any],
                            pass_fds: tuple[int, ...], library: tuple[tuple[str, str], ...]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from sandbox.selftest import MOUNT_VIEW_PROBE
+from sandbox.session_probes import MOUNT_VIEW_PROBE
 from sandbox.sessions import HOLDER_NAME
 from sandbox.slots import processes_of_uid
 from tests.conftest import RunningServer

@@ -27,9 +27,10 @@ from sandbox.calls import (
 from sandbox.inside.program import PROGRAM_FILE as INSIDE_PROGRAM_FILE
 from sandbox.inside.zygote import REQUEST_KEYS, STARTED_AHEAD
 from sandbox.jail import JailPolicy, Slot
+from sandbox.profiles import GuardPolicy, GuardProfile
 from sandbox.selftest import PROBE_LIMITS, probe_request, run_self_test
 from sandbox.slots import prepare_scratch
-from sandbox.worker import INSIDE, GuardPolicy, GuardProfile, JailedProcess, WorkerLost, Zygote, ZygoteSpec
+from sandbox.worker import INSIDE, JailedProcess, WorkerLost, Zygote, ZygoteSpec
 from toolserver.python.settings import DENIED_IMPORTS
 
 PROJECT = str(Path(__file__).resolve().parents[2])

@@ -20,18 +20,20 @@ from sandbox.cgroups import SlotCgroups
 from sandbox.inside.outcome import wall_time_exceeded
 from sandbox.root import JailRoot, expected_names
 from sandbox.selftest import (
-    SESSION_PROBE,
     Check,
     canary_directory,
     canary_file,
     failed,
     guard_probe,
     judge_guard,
+    probe_request,
+)
+from sandbox.session_probes import (
+    SESSION_PROBE,
     judge_mount_views,
     judge_session_probe,
     judge_session_root,
     mount_view_probe,
-    probe_request,
     root_probe,
 )
 from sandbox.worker import WorkerLost

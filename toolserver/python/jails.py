@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from sandbox.worker import GuardPolicy, GuardProfile, ZygoteSpec
+from sandbox.profiles import GuardPolicy, GuardProfile
+from sandbox.worker import ZygoteSpec
 from toolserver.config import CoreSettings
 from toolserver.jails import sandbox_spec
 from toolserver.python.routing import scientific_only
