@@ -7,6 +7,7 @@ session it opens at start-up; the probes are programs, the judges pure functions
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
 from sandbox.calls import CallReply
@@ -43,8 +44,8 @@ facts
 
 
 def probe_answer(reply: CallReply, name: str) -> tuple[Any, Check | None]:
-    """The value a probe run in a session answered, or the failed check `name` where it
-    ended otherwise or answered what cannot be read."""
+    """The value a probe answered, or the failed check `name` where it ended otherwise or
+    answered what cannot be read."""
     if reply.outcome != "OK":
         return None, Check(name, False, f"the probe ended {reply.outcome}: {reply.error or reply.stderr[-300:]}")
     try:
@@ -147,13 +148,10 @@ def judge_mount_views(call: CallReply, session: CallReply) -> Check:
     writable mounts, a read-only root and every hidden path hidden."""
     views = []
     for name, reply in (("a call", call), ("a session", session)):
-        if reply.outcome != "OK":
-            return Check("session_mounts", False, f"the probe in {name} ended {reply.outcome}: "
-                                                  f"{reply.error or reply.stderr[-300:]}")
-        try:
-            views.append(ast.literal_eval(reply.value))
-        except (ValueError, SyntaxError):
-            return Check("session_mounts", False, f"unreadable probe answer from {name}: {reply.value[:200]!r}")
+        view, broken = probe_answer(reply, "session_mounts")
+        if broken is not None:
+            return dataclasses.replace(broken, detail=f"in {name}: {broken.detail}")
+        views.append(view)
     worker, own = views
     wrong = []
     if not own.get("root_read_only"):
