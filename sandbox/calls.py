@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import json
 import posixpath
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from sandbox.inside.notebook import BINARY_TYPES, DISPLAY_KINDS
 
 # The call's code is written to this file in its working directory and run as
 # `python3 main.py` would run it (sandbox/inside/program.py keeps the same name).
@@ -136,6 +139,7 @@ class CellRequest:
     stdin: str
     value_chars: int   # the repr of the cell's last expression is cut here (its time is the host's
                        # to keep: past it the host interrupts the cell with SIGINT)
+    display_bytes: int = 0  # what the cell displayed, as JSON, is kept up to this many bytes
 
     def wire(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -149,6 +153,47 @@ SESSION_STATES = ("waiting", "serving")
 def session_state(frame: dict[str, Any]) -> str:
     """Which of SESSION_STATES a session's frame says; "" for none."""
     return next((state for state in SESSION_STATES if frame.get(state) is True), "")
+
+
+MAX_DISPLAYS = 1024  # bundles one answer may carry
+MAX_MIME_TYPES = 64  # types in one bundle
+
+
+@dataclass(frozen=True)
+class Display:
+    """One thing a session's cell displayed, as a notebook kernel's display_data or
+    execute_result message carries it: its data by MIME type (the binary types' bytes,
+    the rest as UTF-8 text) and its metadata as a JSON object's text."""
+
+    kind: str
+    data: dict[str, bytes]
+    metadata: str = "{}"
+
+    @classmethod
+    def from_wire(cls, bundle: Any) -> Display:
+        """A bundle of a session's answer (sandbox/inside/notebook.py); raises ValueError
+        for one of another shape."""
+        if not isinstance(bundle, dict) or bundle.get("kind") not in DISPLAY_KINDS:
+            raise ValueError("a display is not a bundle of a known kind")
+        data, metadata = bundle.get("data"), bundle.get("metadata", {})
+        if not isinstance(data, dict) or not 0 < len(data) <= MAX_MIME_TYPES or not isinstance(metadata, dict):
+            raise ValueError("a display's data is not a map of MIME types")
+        decoded: dict[str, bytes] = {}
+        for mime, text in data.items():
+            if not isinstance(text, str) or len(mime) > 255 or "/" not in mime:
+                raise ValueError("a display's data holds what is not a MIME type's text")
+            decoded[mime] = base64.b64decode(text, validate=True) if mime in BINARY_TYPES else text.encode()
+        return cls(str(bundle["kind"]), decoded, json.dumps(metadata))
+
+
+def decoded_displays(displays: Any) -> list[Display]:
+    """A result frame's displays; raises ValueError for more than MAX_DISPLAYS or one of
+    another shape."""
+    if displays is None:
+        return []
+    if not isinstance(displays, list) or len(displays) > MAX_DISPLAYS:
+        raise ValueError("displays are not a list of bundles")
+    return [Display.from_wire(bundle) for bundle in displays]
 
 
 @dataclass
@@ -169,6 +214,7 @@ class CallReply:
     queued_us: int = 0      # waiting for a worker; the host's own, never on the wire
     files: dict[str, bytes] = field(default_factory=dict)  # the request's fetch_files that were found
     needs: str = ""         # REROUTE: the module the call reached for, which its worker does not offer
+    displays: list[Display] = field(default_factory=list)  # what a session's cell displayed
 
     @classmethod
     def from_wire(cls, frame: dict[str, Any]) -> CallReply:
@@ -180,7 +226,7 @@ class CallReply:
                    value=str(frame.get("value", "")), error=str(frame.get("error", "")),
                    exit_code=int(frame.get("exit_code", 0)), truncated=bool(frame.get("truncated", False)),
                    elapsed_us=int(frame.get("elapsed_us", 0)), files=decoded_files(frame.get("files")),
-                   needs=str(frame.get("needs", "")))
+                   needs=str(frame.get("needs", "")), displays=decoded_displays(frame.get("displays")))
 
     def note_oom_kills(self, killed: int, error: str) -> None:
         """A call during which the OOM killer ended processes (killed of them) hit its

@@ -271,11 +271,13 @@ class SessionProcess:
     control socket only while a frame is awaited, its stdout and stderr read only while a
     call runs (`listen`) and handed to `on_output`."""
 
-    def __init__(self, pidfd: int, pid: int, control: socket.socket, stdout: int, stderr: int) -> None:
+    def __init__(self, pidfd: int, pid: int, control: socket.socket, stdout: int, stderr: int,
+                 exit_pipe: int) -> None:
         self.pidfd = pidfd
         self.pid = pid  # for logs only: the pidfd is the handle
         self.control = control
         self.outputs = {"stdout": stdout, "stderr": stderr}
+        self.exit_pipe = exit_pipe  # the session zygote writes the wait status here once it reaps the process
         self.on_output: Callable[[str, bytes], None] | None = None
         self.closed = False  # by the host
         self.exited = False  # the process has ended (its pidfd said so)
@@ -283,7 +285,7 @@ class SessionProcess:
         self._eof = False
         self._woken: asyncio.Future[None] | None = None
         control.setblocking(False)
-        for fd in self.outputs.values():
+        for fd in (*self.outputs.values(), exit_pipe):
             os.set_blocking(fd, False)
         asyncio.get_running_loop().add_reader(pidfd, self._process_exited)
 
@@ -409,6 +411,35 @@ class SessionProcess:
             self._buffer += data
             return
 
+    async def wait_status(self, within_s: float) -> int | None:
+        """The process's wait status as its zygote reaped it, waited for within_s seconds;
+        None where none came (the zygote writes 4 bytes, big-endian, once)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within_s
+        while not self.closed:
+            try:
+                data = os.read(self.exit_pipe, 4)
+            except BlockingIOError:
+                data = None
+            except OSError:
+                return None
+            if data is not None:
+                return struct.unpack(">i", data)[0] if len(data) == 4 else None
+            readable: asyncio.Future[None] = loop.create_future()
+
+            def ready(future: asyncio.Future[None] = readable) -> None:
+                if not future.done():
+                    future.set_result(None)
+
+            loop.add_reader(self.exit_pipe, ready)
+            try:
+                await asyncio.wait_for(readable, max(deadline - loop.time(), 0))
+            except asyncio.TimeoutError:
+                return None
+            finally:
+                loop.remove_reader(self.exit_pipe)
+        return None
+
     def signal(self, signum: int) -> None:
         """Sends signum to the session's process, through its pidfd: never to another."""
         if self.closed:
@@ -429,7 +460,7 @@ class SessionProcess:
             loop.remove_reader(fd)
         self._wake()
         self.control.close()
-        for fd in (self.pidfd, *self.outputs.values()):
+        for fd in (self.pidfd, *self.outputs.values(), self.exit_pipe):
             os.close(fd)
 
 
@@ -441,24 +472,26 @@ class SessionChannels:
     session_control: socket.socket
     stdout: tuple[int, int]  # read, write
     stderr: tuple[int, int]
+    exit: tuple[int, int]    # the zygote writes the process's wait status here once it reaps it
 
     @classmethod
     def make(cls) -> "SessionChannels":
         host, session = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        return cls(host, session, os.pipe(), os.pipe())
+        return cls(host, session, os.pipe(), os.pipe(), os.pipe())
 
-    def session_ends(self) -> tuple[int, int, int]:
-        return self.session_control.fileno(), self.stdout[1], self.stderr[1]
+    def session_ends(self) -> dict[str, int]:
+        return {"control": self.session_control.fileno(), "stdout": self.stdout[1], "stderr": self.stderr[1],
+                "exit": self.exit[1]}
 
     def close_session_ends(self) -> None:
         self.session_control.close()
-        os.close(self.stdout[1])
-        os.close(self.stderr[1])
+        for _, write_end in (self.stdout, self.stderr, self.exit):
+            os.close(write_end)
 
     def close_host_ends(self) -> None:
         self.host_control.close()
-        os.close(self.stdout[0])
-        os.close(self.stderr[0])
+        for read_end, _ in (self.stdout, self.stderr, self.exit):
+            os.close(read_end)
 
 
 async def make_session_process(zygote: SessionZygote, slot: Slot, jail: SessionJail | None,
@@ -471,7 +504,7 @@ async def make_session_process(zygote: SessionZygote, slot: Slot, jail: SessionJ
     if jail is not None and jail.inside_pidfd is None:
         raise WorkerLost("the session's jail has no holder")
     channels = SessionChannels.make()
-    descriptors = dict(zip(("control", "stdout", "stderr"), channels.session_ends()))
+    descriptors = channels.session_ends()
     try:
         if jail is not None and jail.inside_pidfd is not None:
             descriptors["holder"] = jail.inside_pidfd
@@ -488,4 +521,4 @@ async def make_session_process(zygote: SessionZygote, slot: Slot, jail: SessionJ
         channels.close_session_ends()
         if "cgroup" in descriptors:
             os.close(descriptors["cgroup"])
-    return SessionProcess(pidfd, pid, channels.host_control, channels.stdout[0], channels.stderr[0])
+    return SessionProcess(pidfd, pid, channels.host_control, channels.stdout[0], channels.stderr[0], channels.exit[0])

@@ -48,7 +48,8 @@ CONFINE_SOURCE = (Path(__file__).parent / "confine.py").read_text()
 HELLO_FRAME_BYTES = 1 << 20  # a hello frame names its pid and preloads: a few hundred bytes
 # The modules of sandbox/inside the zygotes import, each after those it imports: the
 # bootstrap installs them in this order, their packages as empty ones.
-LIBRARY_MODULES = ("frames", "outcome", "program", "files", "cleanup", "cgroup", "call_process", "warm", "ahead")
+LIBRARY_MODULES = ("frames", "outcome", "program", "files", "cleanup", "cgroup", "call_process", "warm", "ahead",
+                   "notebook")
 LIBRARY = (("sandbox", ""), ("sandbox.inside", ""),
            *((f"sandbox.inside.{name}", (INSIDE / f"{name}.py").read_text()) for name in LIBRARY_MODULES))
 

@@ -14,11 +14,24 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
+from toolcontract.displays import IMAGE_TYPES
 from toolcontract.v1 import toolserver_pb2 as pb
+
+TEXT_TYPES = ("text/markdown", "text/plain")  # a display's text for a reader of text, the first one it has
 
 
 def python_lines(result: pb.PythonResult) -> list[str]:
-    return [f"value: {result.value}"] if result.value else []
+    """The value, then what the cell displayed: an image by its type and size, anything
+    else by its text (the value's own rich form adds nothing to a text reader)."""
+    lines = [f"value: {result.value}"] if result.value else []
+    for display in result.displays:
+        image = next((mime for mime in IMAGE_TYPES if mime in display.data), None)
+        if image is not None:
+            lines.append(f"display: {image}, {len(display.data[image])} bytes")
+        elif display.kind != "execute_result":
+            text = next((display.data[mime] for mime in TEXT_TYPES if mime in display.data), b"")
+            lines.append(f"display: {text.decode('utf-8', errors='replace')}")
+    return lines
 
 
 def search_lines(result: pb.SearchResult) -> list[str]:

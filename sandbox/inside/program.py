@@ -129,9 +129,56 @@ def exit_status(exc):
     return 1
 
 
+# The names the server's own sources are compiled under in a zygote or a session
+# (sandbox.worker.BOOTSTRAP): the library's modules and the sources run or loaded by name.
+SERVER_SOURCES = frozenset({"zygote", "session_zygote", "guard", "confine"})
+SERVER_LIBRARY = "sandbox.inside."
+
+
+def is_server_frame(tb):
+    filename = tb.tb_frame.f_code.co_filename
+    return filename in SERVER_SOURCES or filename.startswith(SERVER_LIBRARY)
+
+
+def without_server_frames(tb):
+    """The traceback tb with the server's own frames (the import guard's, a session's)
+    unlinked, as python3 would print it: returns its first frame left (None if none is)."""
+    while tb is not None and is_server_frame(tb):
+        tb = tb.tb_next
+    link = tb
+    while link is not None:
+        following = link.tb_next
+        while following is not None and is_server_frame(following):
+            following = following.tb_next
+        link.tb_next = following
+        link = following
+    return tb
+
+
+def drop_server_frames(exceptions):
+    """Takes the server's frames off the tracebacks of exceptions and of every exception
+    they chain to or group."""
+    pending, seen = list(exceptions), set()
+    while pending:
+        exc = pending.pop()
+        if not isinstance(exc, BaseException) or id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        exc.__traceback__ = without_server_frames(exc.__traceback__)
+        pending += [exc.__cause__, exc.__context__, *getattr(exc, "exceptions", ())]
+
+
+def program_traceback(exc, tb):
+    """tb, the traceback exc is to be printed with, without the server's frames, as are
+    those of the exceptions exc chains to or groups: returns tb's first frame left."""
+    drop_server_frames([exc.__cause__, exc.__context__, *getattr(exc, "exceptions", ())])
+    return without_server_frames(tb)
+
+
 def report_uncaught(exc, tb):
     """Prints an uncaught exception with traceback tb (the zygote's own frames left out) as
     `python3` does: through sys.excepthook."""
+    tb = program_traceback(exc, tb)
     sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
     try:
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)

@@ -50,6 +50,7 @@ import os
 import resource
 import signal
 import socket
+import struct
 import sys
 import threading
 import traceback
@@ -58,8 +59,9 @@ import types
 from sandbox.inside.cleanup import wipe
 from sandbox.inside.frames import read_frame as read_frame_bytes
 from sandbox.inside.frames import send_frame, write_all
+from sandbox.inside.notebook import Notebook, ends_with_semicolon
 from sandbox.inside.outcome import program_end, raised
-from sandbox.inside.program import exit_status
+from sandbox.inside.program import exit_status, program_traceback
 from sandbox.inside.warm import (
     collapse_heap_into_huge_pages,
     forget_library,
@@ -102,13 +104,21 @@ def read_frame(fd):
 # ---- the zygote (root, on the host)
 
 def reap():
+    """Reaps ended sessions, each one's wait status written on its exit pipe."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        exit_pipe = EXIT_PIPES.pop(pid, None)
+        if exit_pipe is not None:
+            try:
+                os.write(exit_pipe, struct.pack(">i", status))
+            except OSError:
+                pass
+            os.close(exit_pipe)
 
 
 def fork_session(request, fds):
@@ -128,6 +138,8 @@ def fork_session(request, fds):
                 traceback.print_exc()
             finally:
                 os._exit(70)
+        if "exit" in fds:  # before SIGCHLD is unblocked: the status of a child that ended at once is written too
+            EXIT_PIPES[pid] = os.dup(fds["exit"])
         try:
             return os.pidfd_open(pid), pid
         finally:
@@ -161,7 +173,7 @@ def zygote_main(config):
     global OWN_PID_NAMESPACE
     OWN_PID_NAMESPACE = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     while True:  # one request a message (a SOCK_SEQPACKET socket), with the session's descriptors:
-        data, fds, _, _ = socket.recv_fds(control, 1 << 16, 5)  # control, stdout, stderr, holder, cgroup
+        data, fds, _, _ = socket.recv_fds(control, 1 << 16, 6)  # control, stdout, stderr, exit, holder, cgroup
         if not data:
             return
         request = json.loads(data)
@@ -299,6 +311,8 @@ def session_main(request):
     sys.argv = [""]
     sys.path[0:0] = [""]
     text_streams()
+    global NOTEBOOK
+    NOTEBOOK = Notebook(main)
     send_frame(CONTROL_FD, {"waiting": True})
     start = read_frame(CONTROL_FD)  # a caller's OpenSession: sandbox.calls.SessionStart
     if start is None:
@@ -386,25 +400,31 @@ def evaluate(code, namespace):
 def run_call(main, call, number, memory_mb):
     """Runs a cell and answers as a zygote answers a call (the host reads it as a
     sandbox.calls.CallReply): its outcome from the zygote's own table, the repr of its last
-    expression as the value. The host reads its output from the session's pipes, and names
-    what only it knows (an interrupt it sent, output past the cap, memory its cgroup
-    refused)."""
+    expression as the value (none after a trailing `;`), what it displayed as MIME bundles
+    (`notebook.py`). The host reads its output from the session's pipes, and names what
+    only it knows (an interrupt it sent, output past the cap, memory its cgroup refused).
+    While the code runs, SIGINT raises KeyboardInterrupt where the code is, as python3's
+    own handler does (the session's drops one that comes between cells)."""
     global IN_CALL
     result, exit_code, value, value_cut = {"kind": "ok"}, 0, "", False
     filename = f"<cell {number}>"
     IN_CALL = True
     try:
         feed_stdin(call.get("stdin", ""))
+        NOTEBOOK.start_cell()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            body, last = split_last_expression(call["code"], filename)
+            source = NOTEBOOK.source(call["code"])
+            body, last = split_last_expression(source, filename)
             evaluate(body, main.__dict__)
             if last is not None:
                 evaluated = evaluate(last, main.__dict__)
-                if evaluated is not None:
+                if evaluated is not None and not ends_with_semicolon(source):
                     main.__dict__["_"] = evaluated
                     text = repr(evaluated)
                     cap = call.get("value_chars", 1 << 20)
                     value, value_cut = text[:cap], len(text) > cap
+                    NOTEBOOK.show(evaluated, value)
         except SystemExit as exc:
             exit_code = exit_status(exc)  # as python3 exits: non-int codes printed, the status & 0xFF
             if exit_code:
@@ -413,8 +433,11 @@ def run_call(main, call, number, memory_mb):
             tb = exc.__traceback__
             while tb is not None and tb.tb_frame.f_code.co_filename != filename:
                 tb = tb.tb_next
-            sys.stderr.write("".join(traceback.format_exception(type(exc), exc, tb)))
+            usage = NOTEBOOK.usage_error(exc)
+            sys.stderr.write(usage or "".join(traceback.format_exception(type(exc), exc, program_traceback(exc, tb))))
             result, exit_code = raised(exc, SESSION_CONFIG["guard"].DENIALS), 1
+        NOTEBOOK.end_cell()
+        signal.signal(signal.SIGINT, interrupt_call)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -423,15 +446,19 @@ def run_call(main, call, number, memory_mb):
     except KeyboardInterrupt:  # in the session's own steps, before or after the code
         result, exit_code = {"kind": "error", "error": "KeyboardInterrupt"}, 1
     finally:
+        signal.signal(signal.SIGINT, interrupt_call)
         IN_CALL = False
     outcome, error = program_end(result, exit_code, memory_mb)
+    displays, displays_cut = NOTEBOOK.taken(call.get("display_bytes", 0))
     return {"id": call.get("id"), "outcome": outcome, "error": error[:4096], "exit_code": exit_code,
-            "value": value, "truncated": value_cut}
+            "value": value, "truncated": value_cut or displays_cut, "displays": displays}
 
 
+EXIT_PIPES = {}  # in the zygote: a live session's pid -> the write end of its exit pipe
 OWN_PID_NAMESPACE = -1  # in the zygote: its own pid namespace, where its children are born between sessions
 SESSION_CONFIG = {}  # in the zygote: what each session needs of it (set by zygote_main)
 IN_CALL = False  # in a session: whether a call's code runs
 EVENT_LOOP = None  # in a session: the loop its cells' top-level awaits run on, once one has
+NOTEBOOK = None  # in a session: its notebook.Notebook, made before it waits for a caller
 if __name__ == "session_zygote":
     zygote_main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

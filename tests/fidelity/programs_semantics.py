@@ -267,6 +267,12 @@ EXITS = [
     Program("exit_syntax_error", "def f(:\n    pass\n"),
     Program("exit_indentation_error", "if True:\nprint('not indented')\n"),
     Program("exit_name_error", "print(undefined_name)\n"),
+    Program("exit_failed_import", "print('before')\nimport a_module_nobody_installed\n"),
+    Program("exit_failed_import_in_a_module", "import helper\n",
+            files={"helper.py": b"x = 1\nimport a_dependency_nobody_installed\n"}),
+    Program("exit_failed_from_import", "from math import a_name_math_lacks\n"),
+    Program("exit_failed_import_chained", "try:\n    import a_module_nobody_installed\nexcept ImportError as exc:\n"
+                                          "    raise RuntimeError('no plugin') from exc\n"),
     Program("exit_unicode_message", "raise ValueError('bad value: ∅')\n"),
     Program("exit_memory_error", "data = bytearray(10 ** 13)\n"),
     Program("exit_after_output_both_streams", "import sys\nprint('partial result 1')\nprint('warning text', file=sys.stderr)\n"

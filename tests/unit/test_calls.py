@@ -74,6 +74,7 @@ def test_a_sessions_messages_sit_beside_a_calls():
     from sandbox.calls import CellRequest, SessionStart, session_state
 
     assert SessionStart(512, None).wire() == {"memory_mb": 512, "guard": None}
-    assert CellRequest("t", "x = 1", "in", 100).wire() == {"id": "t", "code": "x = 1", "stdin": "in", "value_chars": 100}
+    assert CellRequest("t", "x = 1", "in", 100, 2000).wire() == {"id": "t", "code": "x = 1", "stdin": "in",
+                                                                 "value_chars": 100, "display_bytes": 2000}
     assert [session_state(frame) for frame in ({"waiting": True}, {"serving": True, "pid": 7}, {"serving": 1}, {})] == [
         "waiting", "serving", "", ""]

@@ -90,8 +90,8 @@ def test_the_zygote_answers_the_keys_the_host_reads():
         keys |= {key.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
                  and getattr(node.targets[0], "id", "") == "reply" and isinstance(node.value, ast.Dict)
                  for key in node.value.keys}
-    host_only = {"queued_us"}  # the scheduler's, never on the wire
-    assert keys == {field.name for field in dataclasses.fields(CallReply)} - host_only
+    not_a_calls = {"queued_us", "displays"}  # the scheduler's, never on the wire; a session's cell's
+    assert keys == {field.name for field in dataclasses.fields(CallReply)} - not_a_calls
 
 
 def session_zygote_tree() -> ast.Module:
@@ -110,7 +110,7 @@ def keys_read_of(tree: ast.AST, name: str) -> set[str]:
 def test_a_session_reads_the_keys_of_its_start_and_its_cells():
     tree = session_zygote_tree()
     assert keys_read_of(tree, "start") == set(SessionStart(0, None).wire())
-    assert keys_read_of(tree, "call") == set(CellRequest("r", "1", "", 1).wire())
+    assert keys_read_of(tree, "call") == set(CellRequest("r", "1", "", 1, 1).wire())
 
 
 def test_a_sessions_answer_has_the_keys_of_a_calls():
@@ -119,7 +119,7 @@ def test_a_sessions_answer_has_the_keys_of_a_calls():
     answer = next(node.value for node in ast.walk(run_call) if isinstance(node, ast.Return))
     keys = {key.value for key in answer.keys}
     assert keys <= {field.name for field in dataclasses.fields(CallReply)}
-    assert {"id", "outcome", "error", "exit_code", "value", "truncated"} == keys  # streams: the session's pipes
+    assert {"id", "outcome", "error", "exit_code", "value", "truncated", "displays"} == keys  # streams: its pipes
 
 
 def test_the_zygote_writes_the_program_where_the_host_keeps_room_for_it():

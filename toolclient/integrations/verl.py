@@ -2,9 +2,12 @@
 
 - `ToolServerTool`, a `verl.tools.base_tool.BaseTool` configured per tool in verl's tool
   YAML (`class_name: toolclient.integrations.verl.ToolServerTool`, `config: {type: native,
-  target, tool, stateful, timeout_s, max_output_chars, max_inflight, token}`). Without a
-  `tool_schema` in the YAML it asks the server for the tool's schema (ListTools), in the
-  flat shape verl's pydantic schema takes.
+  target, tool, stateful, images, timeout_s, max_output_chars, max_inflight, token}`).
+  Without a `tool_schema` in the YAML it asks the server for the tool's schema (ListTools),
+  in the flat shape verl's pydantic schema takes. `images: true` (for a vision model: verl
+  refuses images without an image processor) hands what a session's cell displayed as
+  images (its figures) to verl as PIL images in `ToolResponse.image`; otherwise the text
+  names them.
 - Sessions are kept per trajectory, not per call: verl creates and releases a tool around
   every single call, so a stateful python tool keys its session on the trajectory's
   `AgentData` (its id is written to `extra_fields`, which reach the reward function too).
@@ -26,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import io
 import json
 import re
 import time
@@ -48,18 +52,32 @@ from toolclient.integrations.calls import (
     function_schema,
 )
 from toolcontract.answer_text import answer_text
+from toolcontract.displays import displayed_images
 from toolcontract.names import SESSION_TOOL, TOOL_NAMES
 from toolcontract.output_match import same_output
 from toolcontract.v1 import toolserver_pb2 as pb
 
 SESSION_KEY = "toolserver_session_id"
 STATS_KEY = "toolserver_calls"
-TOOL_KEYS = ("type", "tool", "stateful")
+TOOL_KEYS = ("type", "tool", "stateful", "images")
 
 # The sessions the running trajectory opened, as (calls, session_id); set by ToolServerAgentLoop.
 _OPENED: contextvars.ContextVar[list[tuple[FleetCalls, str]] | None] = contextvars.ContextVar(
     "toolserver_opened_sessions", default=None)
 _SESSION_LOCKS: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def pil_images(response: pb.ExecuteResponse) -> list[Any]:
+    """The images the call displayed, as the PIL images verl's multimodal loop takes."""
+    from PIL import Image
+
+    images = []
+    for _, data in displayed_images(response):
+        with contextlib.suppress(OSError, ValueError):
+            image = Image.open(io.BytesIO(data))
+            image.load()
+            images.append(image.convert("RGB"))
+    return images
 
 
 class ToolServerTool(BaseTool):
@@ -70,6 +88,7 @@ class ToolServerTool(BaseTool):
         if self.tool not in TOOL_NAMES:
             raise FleetConfigError(f"tool must be one of {list(TOOL_NAMES)}, not {self.tool!r}")
         self.stateful = bool(config.get("stateful", False))
+        self.images = bool(config.get("images", False))
         if self.stateful and self.tool != SESSION_TOOL:
             raise FleetConfigError(f"only the {SESSION_TOOL} tool keeps a session (stateful: true)")
         self.fleet = FleetConfig.from_mapping(config, ignore=TOOL_KEYS)
@@ -94,7 +113,8 @@ class ToolServerTool(BaseTool):
         except ToolServerError as exc:
             text = f"tool server error ({exc.code.name}): {exc}"
         stats = record(agent_data, response, started)
-        return ToolResponse(text=text), 0.0, stats
+        images = pil_images(response) if self.images and response is not None else []
+        return ToolResponse(text=text, image=images or None), 0.0, stats
 
     async def _run(self, instance_id: str, parameters: dict[str, Any], agent_data: Any
                    ) -> tuple[pb.ExecuteResponse, str]:

@@ -224,7 +224,7 @@ class ExecuteResponse(_message.Message):
     def __init__(self, request_id: _Optional[str] = ..., outcome: _Optional[_Union[Outcome, str]] = ..., stdout: _Optional[str] = ..., stderr: _Optional[str] = ..., error: _Optional[str] = ..., truncated: _Optional[bool] = ..., elapsed_us: _Optional[int] = ..., queued_us: _Optional[int] = ..., python: _Optional[_Union[PythonResult, _Mapping]] = ..., search: _Optional[_Union[SearchResult, _Mapping]] = ..., lean: _Optional[_Union[LeanResult, _Mapping]] = ..., cpp: _Optional[_Union[CppResult, _Mapping]] = ..., bash: _Optional[_Union[BashResult, _Mapping]] = ..., program: _Optional[_Union[CppResult, _Mapping]] = ...) -> None: ...
 
 class PythonResult(_message.Message):
-    __slots__ = ("value", "exit_code", "files")
+    __slots__ = ("value", "exit_code", "files", "displays")
     class FilesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -235,10 +235,29 @@ class PythonResult(_message.Message):
     VALUE_FIELD_NUMBER: _ClassVar[int]
     EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
+    DISPLAYS_FIELD_NUMBER: _ClassVar[int]
     value: str
     exit_code: int
     files: _containers.ScalarMap[str, bytes]
-    def __init__(self, value: _Optional[str] = ..., exit_code: _Optional[int] = ..., files: _Optional[_Mapping[str, bytes]] = ...) -> None: ...
+    displays: _containers.RepeatedCompositeFieldContainer[Display]
+    def __init__(self, value: _Optional[str] = ..., exit_code: _Optional[int] = ..., files: _Optional[_Mapping[str, bytes]] = ..., displays: _Optional[_Iterable[_Union[Display, _Mapping]]] = ...) -> None: ...
+
+class Display(_message.Message):
+    __slots__ = ("kind", "data", "metadata_json")
+    class DataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: bytes
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    METADATA_JSON_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    data: _containers.ScalarMap[str, bytes]
+    metadata_json: str
+    def __init__(self, kind: _Optional[str] = ..., data: _Optional[_Mapping[str, bytes]] = ..., metadata_json: _Optional[str] = ...) -> None: ...
 
 class SearchResult(_message.Message):
     __slots__ = ("hits",)

@@ -3,7 +3,8 @@
 The tools are the server's own, as ListTools gives them to the caller (name, description,
 JSON schema), and for the tool that has sessions two more, `<tool>_session_open` and
 `<tool>_session_close`; none is written here. Each call goes to the server as a JsonCall,
-and its answer is what a model reads of it (`toolcontract.answer_text`). The error rule:
+and its answer is what a model reads of it (`toolcontract.answer_text`), then the images
+its call displayed (a session's figures) as image content. The error rule:
 the model's own failures (an exception, a timeout, a proof with errors) are normal output
 for it to read; a failure of the infrastructure (the server refusing or unreachable, the
 sandbox lost, the tool not installed) is an MCP error result (`isError`). A `Backend`
@@ -13,6 +14,7 @@ server's own dispatcher (`toolserver.fronts.mcp_http`, `/mcp` on the HTTP port).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -20,10 +22,11 @@ from typing import Any, Protocol
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import INTERNAL_ERROR, CallToolResult, ListToolsResult, TextContent
+from mcp.types import INTERNAL_ERROR, CallToolResult, ImageContent, ListToolsResult, TextContent
 from mcp.types import Tool as MCPTool
 
 from toolcontract.answer_text import answer_text
+from toolcontract.displays import displayed_images
 from toolcontract.names import SESSION_TOOL, TOOL_NAMES
 from toolcontract.v1 import toolserver_pb2 as pb
 
@@ -93,21 +96,26 @@ class ToolServerMCP(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> CallToolResult:
         """One tool call; raises ToolError for an answer that is an MCP error result."""
         headers = context.headers if context is not None else None
-        return CallToolResult(content=[TextContent(type="text", text=await self.answer(name, arguments, headers))])
+        text, images = await self.answer(name, arguments, headers)
+        return CallToolResult(content=[TextContent(type="text", text=text),
+                                       *(ImageContent(type="image", data=base64.b64encode(data).decode("ascii"),
+                                                      mime_type=mime) for mime, data in images)])
 
-    async def answer(self, name: str, arguments: dict[str, Any], headers: Headers) -> str:
+    async def answer(self, name: str, arguments: dict[str, Any], headers: Headers) -> tuple[str, list[tuple[str, bytes]]]:
+        """The answer's text, and the images among what its call displayed (a figure of a
+        session's cell): MCP image content after the text."""
         if name == OPEN:
             try:
                 session = await self.backend.open_session(headers)
             except Refused as exc:
                 raise ToolError(f"no session: {exc}") from exc
-            return json.dumps({"session_id": session.session_id, "idle_timeout_s": session.idle_timeout_s})
+            return json.dumps({"session_id": session.session_id, "idle_timeout_s": session.idle_timeout_s}), []
         if name == CLOSE:
             try:
                 await self.backend.close_session(str(arguments.get("session_id", "")), headers)
             except Refused as exc:
                 raise ToolError(f"session not closed: {exc}") from exc
-            return "closed"
+            return "closed", []
         request = pb.ExecuteRequest(json=pb.JsonCall(tool=name, arguments=json.dumps(arguments)),
                                     limits=pb.Limits(max_output_bytes=OUTPUT_BYTES))
         try:
@@ -116,7 +124,7 @@ class ToolServerMCP(MCPServer):
             raise ToolError(f"the tool server refused the call: {exc}") from exc
         if response.outcome in (pb.CRASHED, pb.INVALID):
             raise ToolError(answer_text(response))
-        return answer_text(response)
+        return answer_text(response), displayed_images(response)
 
 
 def mcp_server(backend: Backend) -> MCPServer:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -26,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
+from sandbox.inside.notebook import BINARY_TYPES
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.deadline import answer_within
 from toolserver.dispatch import Dispatcher
@@ -211,12 +213,32 @@ def run_jupyter_request(body: Any) -> tuple[list[str], float, float]:
     return cells, cell_timeout, total_timeout
 
 
+def display_bundle(display: pb.Display) -> dict[str, Any]:
+    """A display's data as a Jupyter kernel's message holds it: the binary types base64,
+    JSON types parsed, the rest text."""
+    bundle: dict[str, Any] = {}
+    for mime, data in display.data.items():
+        if mime in BINARY_TYPES:
+            bundle[mime] = base64.b64encode(data).decode("ascii")
+        elif mime == "application/json" or mime.endswith("+json"):
+            try:
+                bundle[mime] = json.loads(data)
+            except ValueError:
+                bundle[mime] = data.decode("utf-8", errors="replace")
+        else:
+            bundle[mime] = data.decode("utf-8", errors="replace")
+    return bundle
+
+
 def cell_result(response: pb.ExecuteResponse) -> dict[str, Any]:
-    """SandboxFusion's result of one cell: the streams (a traceback is in stderr), the
-    value of its last expression as a display, and its error as ename and evalue."""
-    result: dict[str, Any] = {"stdout": response.stdout, "stderr": response.stderr, "display": [], "error": []}
-    if response.python.value:
-        result["display"].append({"text/plain": response.python.value})
+    """SandboxFusion's result of one cell: the streams (a traceback is in stderr), what it
+    displayed and the value of its last expression (its rich forms where it has them) as
+    displays, in the order a kernel sends them, and its error as ename and evalue."""
+    result: dict[str, Any] = {"stdout": response.stdout, "stderr": response.stderr,
+                              "display": [display_bundle(display) for display in response.python.displays],
+                              "error": []}
+    if response.python.value and all(display.kind != "execute_result" for display in response.python.displays):
+        result["display"].append({"text/plain": response.python.value})  # a session without IPython
     if response.outcome != pb.OK:
         name, _, value = response.error.partition(": ")
         result["error"].append({"ename": name if value else pb.Outcome.Name(response.outcome),

@@ -111,7 +111,9 @@ def response_from_reply(request_id: str, reply: CallReply) -> pb.ExecuteResponse
         truncated=reply.truncated,
         elapsed_us=max(0, reply.elapsed_us),
         queued_us=max(0, reply.queued_us),
-        python=pb.PythonResult(value=valid_text(reply.value), exit_code=reply.exit_code, files=reply.files),
+        python=pb.PythonResult(value=valid_text(reply.value), exit_code=reply.exit_code, files=reply.files,
+                               displays=[pb.Display(kind=display.kind, data=display.data, metadata_json=display.metadata)
+                                         for display in reply.displays]),
     )
 
 
@@ -284,7 +286,8 @@ async def build_python(context: BuildContext, stack: AsyncExitStack) -> PythonEx
                                   ready=sessions_settings.ready, keep_peak_s=sessions_settings.keep_peak_s,
                                   idle_timeout_s=sessions_settings.idle_timeout_s,
                                   memory_mb=sessions_settings.memory_mb, recycle_jails=sessions_settings.recycle_jails,
-                                  cgroups=context.cgroups)
+                                  cgroups=context.cgroups, output_cap=settings.limits.max_output_bytes,
+                                  display_bytes=sessions_settings.max_display_bytes)
         stack.push_async_callback(sessions.shutdown)
         await sessions.start()
         rechecks = await verify_session_jail(sessions, state, python.import_profile, pools.get(WARM),

@@ -48,20 +48,21 @@ def slim_spec(worker: ZygoteSpec, preload: tuple[str, ...]) -> ZygoteSpec:
     return dataclasses.replace(worker, preload=preload, reroute_outside_stdlib=True)
 
 
-def session_spec(worker: ZygoteSpec, start_timeout_s: float) -> ZygoteSpec:
-    """The sessions': the workers' jail and preload without an address-space cap, which a
-    session sets on itself when it starts (sandbox/inside/session_zygote.py)."""
-    return dataclasses.replace(worker, jail=dataclasses.replace(worker.jail, memory_mb=0),
+def session_spec(worker: ZygoteSpec, preload: tuple[str, ...], start_timeout_s: float) -> ZygoteSpec:
+    """The sessions': the workers' jail without an address-space cap, which a session sets
+    on itself when it starts (sandbox/inside/session_zygote.py), and the sessions' preload."""
+    return dataclasses.replace(worker, jail=dataclasses.replace(worker.jail, memory_mb=0), preload=preload,
                                start_timeout_s=start_timeout_s)
 
 
 def python_jails(settings: CoreSettings) -> PythonJails:
     worker = zygote_spec(settings)
     python = settings.section(PythonSettings)
+    sessions = settings.section(SessionSettings)
     warm = worker
     if python.scientific_count():  # a call that imports the data stack is handed to the workers that hold it
         warm = dataclasses.replace(worker, hand_back=tuple(sorted(scientific_only(python.preload,
                                                                                   python.scientific_preload))))
     return PythonJails(worker=warm, slim_worker=slim_spec(worker, python.slim_preload),
                        scientific_worker=dataclasses.replace(worker, preload=python.scientific_preload),
-                       session=session_spec(worker, settings.section(SessionSettings).start_timeout_s))
+                       session=session_spec(worker, sessions.preload, sessions.start_timeout_s))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import secrets
 import signal
 import time
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 SELF_TEST_OWNER = "\0selftest"  # the self-test's sessions: no caller's name has a NUL
 
 INTERRUPT_GRACE_S = 3.0
+EXIT_STATUS_WAIT_S = 2.0  # for the session zygote to reap a session's process that ended
 VALUE_CHARS = 1 << 20  # a cell's value (its repr) is cut at this many characters, or the call's output cap
 
 
@@ -99,8 +101,13 @@ class SessionManager:
 
     def __init__(self, spec: ZygoteSpec, slots: list[Slot], *, max_sessions: int, ready: int, idle_timeout_s: int,
                  memory_mb: int, keep_peak_s: float = 900.0, cgroups: MemoryCgroups | None = None,
-                 makers: int = 2, recycle_jails: bool = True) -> None:
+                 makers: int = 2, recycle_jails: bool = True, output_cap: int = 16 << 20,
+                 display_bytes: int = 8 << 20) -> None:
+        """output_cap: the server's own cap on a stream of one call (a cell past it is
+        interrupted); display_bytes: what a cell's displays may come to, as JSON."""
         self.spec = spec  # toolserver.python.jails.session_spec
+        self.output_cap = output_cap
+        self.display_bytes = display_bytes
         self.max_sessions = min(max_sessions, len(slots))
         self.idle_timeout_s = idle_timeout_s
         self.sessions: dict[str, Session] = {}
@@ -282,31 +289,37 @@ class SessionManager:
     async def _run(self, session: Session, code: str, stdin: str, timeout_ms: int,
                    max_output_bytes: int, abandoned: asyncio.Event) -> CallReply:
         """The cell's answer as the session gives it (CallReply.from_wire, its outcome
-        decided in the jail), with what only the host knows: the output it read, an
-        interrupt it sent, output past the cap, a session that broke or died."""
+        decided in the jail), with what only the host knows: the output it read (what the
+        session wrote since the last call first), an interrupt it sent, output past a cap,
+        a session that broke or whose process ended.
+
+        Output past max_output_bytes is cut from the answer while the cell runs on; a stream
+        past the server's own cap (output_cap) interrupts it there."""
         process = session.process
         outputs = {"stdout": OutputCap(max_output_bytes), "stderr": OutputCap(max_output_bytes)}
+        read = {"stdout": 0, "stderr": 0}
         started = time.monotonic()
         reply: CallReply | None = None
         interrupted = False
         broken = ""
-        cell = CellRequest(secrets.token_hex(8), code, stdin, min(max_output_bytes, VALUE_CHARS))
-        cut: list[str] = []  # the streams that went past max_output_bytes: the cell is interrupted there
+        cell = CellRequest(secrets.token_hex(8), code, stdin, min(max_output_bytes, VALUE_CHARS), self.display_bytes)
+        stopped: list[str] = []  # the streams that went past output_cap: the cell is interrupted there
 
         def printed(name: str, data: bytes) -> None:
             outputs[name].add(data)
-            if outputs[name].truncated and name not in cut:
-                cut.append(name)
+            read[name] += len(data)
+            if read[name] > self.output_cap and name not in stopped:
+                stopped.append(name)
                 process.signal(signal.SIGINT)
 
         if process.unasked():
             broken = "the session wrote on its control socket between calls"
         else:
-            process.drain_all()  # what the session wrote between calls is nobody's
-            process.listen(printed)
+            process.listen(printed)  # first what the session wrote since its last call: a thread's, a child's
             try:
                 frame, interrupted = await self._answer(session, cell, timeout_ms / 1000.0,
-                                                        result_frame_bytes(cell.value_chars), abandoned)
+                                                        result_frame_bytes(cell.value_chars, cell.display_bytes),
+                                                        abandoned)
                 reply = None if frame is None else cell_reply(frame, cell)
             except ProtocolBroken as exc:
                 broken = str(exc)
@@ -315,18 +328,10 @@ class SessionManager:
             finally:
                 process.listen(None)
         if reply is None:
-            if broken:
-                reply = CallReply("", "CRASHED", exit_code=-1,
-                                  error=f"{broken}: the session broke its protocol and is closed")
-            elif interrupted and session.alive and not process.ended:
-                reply = CallReply("", "TIMEOUT", exit_code=-1,
-                                  error=f"time limit of {timeout_ms} ms exceeded; the session did not stop, session closed")
-            else:
-                reply = CallReply("", "CRASHED", exit_code=-1, error="the session's process died; the session is closed")
-            self._end(session)
-        elif cut:
+            reply = await self._lost(session, broken, interrupted, timeout_ms)
+        elif stopped:
             reply.outcome, reply.exit_code, reply.error = "OUTPUT_LIMIT", 1, (
-                f"output limit of {max_output_bytes} bytes exceeded on {' and '.join(cut)}: interrupted there, "
+                f"output limit of {self.output_cap} bytes exceeded on {' and '.join(stopped)}: interrupted there, "
                 "session kept")
         elif interrupted and reply.outcome == "ERROR" and reply.error == "KeyboardInterrupt":
             reply.outcome, reply.exit_code, reply.error = (
@@ -334,6 +339,21 @@ class SessionManager:
         reply.stdout, reply.stderr = outputs["stdout"].text(), outputs["stderr"].text()
         reply.truncated = reply.truncated or outputs["stdout"].truncated or outputs["stderr"].truncated
         reply.elapsed_us = int((time.monotonic() - started) * 1e6)
+        return reply
+
+    async def _lost(self, session: Session, broken: str, interrupted: bool, timeout_ms: int) -> CallReply:
+        """The answer to a cell that gave none, and the session's end: it broke its protocol,
+        did not stop when interrupted, or its process ended (as a kernel that dies: the
+        program's exit status, or the signal that ended it, as python3 would end)."""
+        process = session.process
+        if broken:
+            reply = CallReply("", "CRASHED", exit_code=-1, error=f"{broken}: the session broke its protocol and is closed")
+        elif interrupted and session.alive and not process.ended:
+            reply = CallReply("", "TIMEOUT", exit_code=-1,
+                              error=f"time limit of {timeout_ms} ms exceeded; the session did not stop, session closed")
+        else:
+            reply = ended_reply(await process.wait_status(EXIT_STATUS_WAIT_S))
+        self._end(session)
         return reply
 
     async def _answer(self, session: Session, cell: CellRequest, timeout_s: float, max_size: int,
@@ -385,10 +405,31 @@ class SessionManager:
         await self.pool.shutdown()
 
 
-def result_frame_bytes(value_chars: int) -> int:
+def ended_reply(status: int | None) -> CallReply:
+    """The answer to a cell whose session's process ended with wait status status (None:
+    unknown): its exit status as python3's (`os._exit(7)`: ERROR, 7), or the signal that
+    killed it (CRASHED, minus the signal)."""
+    closed = "the session's process ended; the session is closed"
+    if status is None or not (os.WIFSIGNALED(status) or os.WIFEXITED(status)):
+        return CallReply("", "CRASHED", exit_code=-1, error="the session's process died; the session is closed")
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = str(signum)
+        return CallReply("", "CRASHED", exit_code=-signum, error=f"killed by signal {name}; {closed}")
+    code = os.WEXITSTATUS(status)
+    if code == 0:
+        return CallReply("", "OK", exit_code=0)  # python3 ended well; the next call finds no session
+    return CallReply("", "ERROR", exit_code=code, error=f"exited with status {code}; {closed}")
+
+
+def result_frame_bytes(value_chars: int, display_bytes: int) -> int:
     """The largest result frame a session may send: a value of value_chars characters,
-    each at most 12 bytes as JSON escapes it, and room for the rest."""
-    return 12 * value_chars + 65536
+    each at most 12 bytes as JSON escapes it, displays of display_bytes as JSON (and the
+    commas between them), and room for the rest."""
+    return 12 * value_chars + display_bytes + display_bytes // 8 + 65536
 
 
 # What a session's cell may report of itself; the host names the rest (TIMEOUT past its
@@ -412,9 +453,9 @@ def cell_reply(frame: dict[str, Any], cell: CellRequest) -> CallReply:
 
 
 def open_files_wanted(max_sessions: int) -> int:
-    """Descriptors the server holds per session (3 of its own, 3 of its jail's firejail
+    """Descriptors the server holds per session (4 of its own, 3 of its jail's firejail
     pipes) with room for the rest."""
-    return 6 * max_sessions + 4096
+    return 7 * max_sessions + 4096
 
 
 def raise_open_files(wanted: int) -> None:

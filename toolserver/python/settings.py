@@ -88,6 +88,12 @@ SCIENTIFIC_PRELOAD = WARM_PRELOAD + (
     "sklearn.neighbors", "sklearn.svm", "sklearn.pipeline",
     "matplotlib", "matplotlib.pyplot", "seaborn", "statsmodels.api", "networkx",
 )
+# What the session zygote imports: the data stack (a session's first `import pandas` costs
+# what a call's does: nothing) and IPython's shell with its inline figures, which every
+# session makes before it waits for a caller (sandbox/inside/notebook.py).
+SESSION_PRELOAD = SCIENTIFIC_PRELOAD + (
+    "IPython", "IPython.core.interactiveshell", "IPython.display", "matplotlib_inline.backend_inline",
+)
 # Workers per CPU when python.workers is 0: one runs while the other's call crosses the
 # pipe, and more only queue (toolserver bench, docs/speed.md).
 WORKERS_PER_CPU = 2
@@ -219,13 +225,18 @@ class SessionSettings(ToolSection):
     memory_mb: int = 1024             # memory a session may add to the warm process: its address
                                       # space, and all its processes together with a memory
                                       # cgroup; OpenSession may ask for less
+    preload: tuple[str, ...] = SESSION_PRELOAD  # imported by the session zygote before it forks
+                                      # sessions: a cell that uses them pays no import
+    max_display_bytes: int = 8 << 20  # what one cell displayed (figures, tables, IPython.display
+                                      # objects) comes back up to this many bytes of JSON, whole
+                                      # bundles; the rest is left out and the answer says truncated
 
     def slots(self) -> SlotClaim:
         """A session holds its slot while open or ready: the slots are set aside at start."""
         return SlotClaim(held=self.max_sessions)
 
     def validate(self) -> None:
-        require_positive("sessions", self, ("idle_timeout_s", "memory_mb", "keep_peak_s"))
+        require_positive("sessions", self, ("idle_timeout_s", "memory_mb", "keep_peak_s", "max_display_bytes"))
         if self.max_sessions < 0:
             raise ConfigError("sessions.max_sessions must not be negative")
         if self.ready < 0:
