@@ -379,7 +379,7 @@ class SessionProcess:
                 del self._buffer[:4 + size]
                 try:
                     message = json.loads(body)
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:  # nested past the parser's depth: not JSON to us
                     raise ProtocolBroken(f"the session sent a frame that is not JSON: {exc}") from exc
                 if not isinstance(message, dict):
                     raise ProtocolBroken("the session sent a frame that is not an object")

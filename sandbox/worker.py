@@ -313,7 +313,7 @@ class JailedProcess:
             message = json.loads(body)
         except asyncio.IncompleteReadError as exc:
             raise WorkerLost(f"worker exited (status {self._process.returncode})") from exc
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # nested past the parser's depth
             raise WorkerLost(f"worker sent a malformed frame: {exc}") from exc
         if not isinstance(message, dict):
             raise WorkerLost("worker sent a frame that is not an object")

@@ -18,13 +18,19 @@ import io
 import json
 import os
 import sys
+import tempfile
 import tokenize
+import types
 
 # Bundle types whose data is bytes: base64 text in a bundle, as nbformat keeps them.
 BINARY_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "application/pdf"})
 DISPLAY_KINDS = ("display_data", "execute_result")
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
-NOT_SHELL_NAMES = frozenset({"__builtins__", "__name__", "__doc__", "__package__", "__loader__", "__spec__"})
+SCRIPT_DIRECTORY = ".session-cells"  # in the session's temp directory, made at its first spawn
+# What the shell's namespace keeps of the names IPython puts there: a module's own, and the
+# directory history its %cd, %pushd and %dhist read. In, Out, exit, quit, open, get_ipython
+# (a builtin) and the others go: a cell sees python3's.
+KEPT_NAMES = frozenset({"__builtins__", "__name__", "__doc__", "__package__", "__loader__", "__spec__", "_dh"})
 
 
 def ends_with_semicolon(source):
@@ -51,9 +57,11 @@ def bundle_text(mime, data):
     return json.dumps(data, default=repr)
 
 
-def make_shell(main, displays):
-    """IPython's shell over the module main, its displays appended to the list displays;
-    None where the runtime has no IPython."""
+def make_shell():
+    """IPython's shell, made in the session zygote before it forks (every session shares its
+    pages until it writes them: made in each session it would cost ~12 MB of each), over a
+    placeholder module until a session binds it (`Notebook`); its displays go to the list
+    `shell.display_pub.displays`. None where the runtime has no IPython."""
     try:
         from IPython.core.displaypub import DisplayPublisher
         from IPython.core.interactiveshell import InteractiveShell
@@ -63,18 +71,22 @@ def make_shell(main, displays):
         return None
 
     class CellDisplays(DisplayPublisher):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.displays = []
+
         def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
-            displays.append(("display_data", data, metadata or {}))
+            self.displays.append(("display_data", data, metadata or {}))
 
         def clear_output(self, wait=False):
-            displays.clear()
+            self.displays.clear()
 
     class SessionShell(InteractiveShell):
         def enable_gui(self, gui=None):
             """A session has no GUI loop: `%matplotlib inline` is the only backend that shows."""
 
         def _ipython_dir_changed(self, change):
-            """No IPython directory is made: nothing of the shell's lies in the session's home."""
+            """No IPython directory is made: nothing of the shell's lies on any disk."""
 
         def system(self, cmd):
             """`!cmd` and `%pip`: the command runs in the session's jail on its streams,
@@ -85,41 +97,97 @@ def make_shell(main, displays):
 
     config = Config()
     config.HistoryManager.enabled = False
-    before = set(main.__dict__)
-    shell = SessionShell.instance(user_module=main, config=config, profile_dir=ProfileDir(),
+    config.InteractiveShell.colors = "nocolor"  # its help and tracebacks are read as text, not on a terminal
+    shell = SessionShell.instance(user_module=types.ModuleType("__main__"), config=config, profile_dir=ProfileDir(),
                                   ipython_dir="/nonexistent")
-    for name in set(main.__dict__) - before - NOT_SHELL_NAMES:  # In, Out, exit, open, ...: python3's names stay
-        del main.__dict__[name]
-    builtins.get_ipython = shell.get_ipython
     shell.display_pub = CellDisplays(shell=shell)
-    if importlib.util.find_spec("matplotlib_inline") is not None:  # figures show inline, as in a kernel
-        os.environ["MPLBACKEND"] = INLINE_BACKEND  # the jail's Agg, for a pyplot imported later (as ipykernel sets it)
-        if "matplotlib.pyplot" in sys.modules:  # preloaded: switched now
-            try:
-                shell.enable_matplotlib("inline")
-            except Exception:
-                pass
+    builtins.get_ipython = shell.get_ipython
+    if importlib.util.find_spec("matplotlib_inline") is not None and "matplotlib.pyplot" in sys.modules:
+        try:  # preloaded: figures show inline, as in a kernel
+            shell.enable_matplotlib("inline")
+        except Exception:
+            pass
     return shell
 
 
-class Notebook:
-    """The notebook side of a session's cells: IPython's shell (or none) and the bundles
-    the running cell displayed."""
+def bind_shell(shell, main):
+    """Makes main the shell's namespace, with only KEPT_NAMES of the shell's names in it."""
+    before = set(main.__dict__)
+    shell.init_create_namespaces(user_module=main)
+    shell.init_user_ns()
+    shell.init_sys_modules()
+    for name in set(main.__dict__) - before - KEPT_NAMES:
+        del main.__dict__[name]
+    if importlib.util.find_spec("matplotlib_inline") is not None:  # the jail's Agg, for a pyplot imported
+        os.environ["MPLBACKEND"] = INLINE_BACKEND                 # later (as ipykernel sets it)
+
+
+class CellScript:
+    """The session's cells as the script python3 would have run: the Python cells that ran
+    to their end, and the one running. A process that multiprocessing spawns (its spawn and
+    forkserver start methods) runs a script's file again as `__mp_main__` to find what the
+    program defined; a session's `__main__` has no file, so the first spawn writes this
+    script to one (in the session's temp directory) and names it in the child's
+    preparation data: the cells' functions and classes are found, and, as under python3,
+    what a cell does outside `if __name__ == "__main__":` runs again in the child."""
 
     def __init__(self, main):
-        self.displays = []
-        self.shell = make_shell(main, self.displays)
+        self.main = main
+        self.cells = []
+        self.running = None
+        self.path = os.path.join(tempfile.gettempdir(), SCRIPT_DIRECTORY, "main.py")
+        try:
+            import multiprocessing.spawn as spawn
+        except ImportError:
+            return
+        original = spawn.get_preparation_data
+
+        def preparation_data(name):
+            data = original(name)
+            if sys.modules.get("__main__") is self.main and not {"init_main_from_name", "init_main_from_path"} & set(data):
+                data["init_main_from_path"] = self.write()
+            return data
+
+        spawn.get_preparation_data = preparation_data
+
+    def write(self):
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        with open(self.path, "w", encoding="utf-8") as script:
+            script.write("\n".join([*self.cells, *([self.running] if self.running is not None else [])]))
+        return self.path
+
+    def start(self, source):
+        self.running = source
+
+    def end(self, ran_to_its_end):
+        if ran_to_its_end and self.running is not None:
+            self.cells.append(self.running)
+        self.running = None
+
+
+class Notebook:
+    """The notebook side of a session's cells: IPython's shell (or none), the bundles the
+    running cell displayed, and the cells as a script (`CellScript`)."""
+
+    def __init__(self, main, shell):
+        """shell: make_shell's, made before the session was forked (None: no IPython)."""
+        self.shell = shell
+        self.displays = [] if shell is None else shell.display_pub.displays
+        if shell is not None:
+            bind_shell(shell, main)
+        self.script = CellScript(main)
 
     def source(self, code):
         """The cell as Python: code itself where it compiles, else IPython's rewrite of its
-        notebook syntax (the original SyntaxError stands where that does not compile)."""
-        if self.shell is None:
-            return code
+        notebook syntax (the original SyntaxError stands where that does not compile). A
+        cell that compiles as it is joins the cells' script while it runs."""
         try:
             compile(code, "<cell>", "exec", flags=0x2000, dont_inherit=True)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
+            self.script.start(code)
             return code
         except (SyntaxError, ValueError):
-            pass
+            if self.shell is None:
+                return code
         try:
             rewritten = self.shell.transform_cell(code)
             compile(rewritten, "<cell>", "exec", flags=0x2000, dont_inherit=True)
@@ -132,8 +200,10 @@ class Notebook:
         if self.shell is not None:
             self.shell.events.trigger("pre_execute")
 
-    def end_cell(self):
-        """What a kernel does after each cell: figures drawn in it are shown (and closed)."""
+    def end_cell(self, ran_to_its_end):
+        """What a kernel does after each cell: figures drawn in it are shown (and closed).
+        A cell that ran to its end stays in the cells' script."""
+        self.script.end(ran_to_its_end)
         if self.shell is not None:
             self.shell.events.trigger("post_execute")
 

@@ -59,7 +59,7 @@ import types
 from sandbox.inside.cleanup import wipe
 from sandbox.inside.frames import read_frame as read_frame_bytes
 from sandbox.inside.frames import send_frame, write_all
-from sandbox.inside.notebook import Notebook, ends_with_semicolon
+from sandbox.inside.notebook import Notebook, ends_with_semicolon, make_shell
 from sandbox.inside.outcome import program_end, raised
 from sandbox.inside.program import exit_status, program_traceback
 from sandbox.inside.warm import (
@@ -163,7 +163,8 @@ def zygote_main(config):
     loaded, failed = preload(config.get("preload", ()))
     global SESSION_CONFIG
     SESSION_CONFIG = {"confine": load_source("confine", config["confine_source"]),
-                      "guard": load_source("guard", config["guard_source"])}
+                      "guard": load_source("guard", config["guard_source"]),
+                      "shell": make_shell()}
     gc.collect()
     huge_mb = collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
     gc.freeze()
@@ -312,7 +313,7 @@ def session_main(request):
     sys.path[0:0] = [""]
     text_streams()
     global NOTEBOOK
-    NOTEBOOK = Notebook(main)
+    NOTEBOOK = Notebook(main, SESSION_CONFIG["shell"])
     send_frame(CONTROL_FD, {"waiting": True})
     start = read_frame(CONTROL_FD)  # a caller's OpenSession: sandbox.calls.SessionStart
     if start is None:
@@ -406,7 +407,7 @@ def run_call(main, call, number, memory_mb):
     While the code runs, SIGINT raises KeyboardInterrupt where the code is, as python3's
     own handler does (the session's drops one that comes between cells)."""
     global IN_CALL
-    result, exit_code, value, value_cut = {"kind": "ok"}, 0, "", False
+    result, exit_code, value, value_cut, ran_to_its_end = {"kind": "ok"}, 0, "", False, False
     filename = f"<cell {number}>"
     IN_CALL = True
     try:
@@ -425,6 +426,7 @@ def run_call(main, call, number, memory_mb):
                     cap = call.get("value_chars", 1 << 20)
                     value, value_cut = text[:cap], len(text) > cap
                     NOTEBOOK.show(evaluated, value)
+            ran_to_its_end = True
         except SystemExit as exc:
             exit_code = exit_status(exc)  # as python3 exits: non-int codes printed, the status & 0xFF
             if exit_code:
@@ -436,7 +438,7 @@ def run_call(main, call, number, memory_mb):
             usage = NOTEBOOK.usage_error(exc)
             sys.stderr.write(usage or "".join(traceback.format_exception(type(exc), exc, program_traceback(exc, tb))))
             result, exit_code = raised(exc, SESSION_CONFIG["guard"].DENIALS), 1
-        NOTEBOOK.end_cell()
+        NOTEBOOK.end_cell(ran_to_its_end)
         signal.signal(signal.SIGINT, interrupt_call)
         for stream in (sys.stdout, sys.stderr):
             try:

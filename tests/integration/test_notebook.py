@@ -117,13 +117,14 @@ def test_displays_past_the_cap_are_left_out_and_pyplot_shows_inline_when_importe
 
 
 def test_notebook_syntax_runs_in_the_sessions_own_jail(notebook_server):
-    written, listed, pip, timed, inline, broken = cells(
+    written, listed, pip, timed, inline, moved, broken = cells(
         notebook_server,
         "open('notes.txt', 'w').write('kept')\nimport os\nhome = os.getcwd()",
         "!ls -a\n!echo $((6 * 7))",
         "%pip list",
         "%timeit -n 3 -r 2 sum(range(1000))\n%time total = sum(range(10))\ntotal",
         "%matplotlib inline\nimport matplotlib\nmatplotlib.get_backend()",
+        "%cd /tmp\n!pwd\nx = [1]\nx?",
         "print('never')\n%not_a_magic",
     )
     assert written.outcome == pb.OK
@@ -132,6 +133,7 @@ def test_notebook_syntax_runs_in_the_sessions_own_jail(notebook_server):
     assert timed.outcome == pb.OK and "per loop" in timed.stdout and "Wall time" in timed.stdout
     assert timed.python.value == "45"
     assert inline.outcome == pb.OK and "inline" in inline.python.value
+    assert moved.outcome == pb.OK and moved.stdout.startswith("/tmp\n/tmp\nType:        list\n")
     assert (broken.outcome, broken.stdout) == (pb.ERROR, "never\n")  # IPython runs the lines before it
     assert broken.stderr == "UsageError: Line magic function `%not_a_magic` not found.\n"
 
@@ -139,7 +141,7 @@ def test_notebook_syntax_runs_in_the_sessions_own_jail(notebook_server):
 def test_plain_python_cells_keep_python3s_names_and_errors(notebook_server):
     names, syntax = cells(notebook_server, "sorted(name for name in globals() if not name.startswith('__'))",
                           "def f(:\n    pass")
-    assert names.python.value == "[]"  # no In, Out, exit, open or get_ipython of IPython's
+    assert names.python.value == "['_dh']"  # no In, Out, exit, open or get_ipython of IPython's: %cd's history
     assert syntax.outcome == pb.ERROR and "SyntaxError" in syntax.stderr
 
 
@@ -250,3 +252,19 @@ def test_mcp_hands_a_figure_to_the_model_as_image_content(notebook_server, tmp_p
     assert "display: image/png" in figure.content[0].text
     assert not long.is_error and "truncated" in long.content[0].text
     assert after.content[0].text.strip().endswith("True")
+
+
+def test_a_spawned_process_finds_what_the_cells_defined(notebook_server):
+    defined, pooled, executor = cells(
+        notebook_server,
+        "import multiprocessing as mp\nprint('defined')\n\ndef square(n):\n    return n * n",
+        "class Doubler:\n    def __call__(self, n):\n        return 2 * n\n\n"
+        "if __name__ == '__main__':\n    with mp.get_context('spawn').Pool(2) as pool:\n"
+        "        print(pool.map(square, range(5)), pool.map(Doubler(), [1, 2]))",
+        "from concurrent.futures import ProcessPoolExecutor\nif __name__ == '__main__':\n"
+        "    with ProcessPoolExecutor(1, mp_context=mp.get_context('spawn')) as ex:\n        print(list(ex.map(square, [7])))",
+        timeout_ms=60_000)
+    assert defined.stdout == "defined\n"
+    assert pooled.outcome == pb.OK and pooled.stdout.endswith("[0, 1, 4, 9, 16] [2, 4]\n"), pooled.stderr
+    assert executor.outcome == pb.OK, executor.stderr
+    assert executor.stdout.endswith("[49]\n")

@@ -193,3 +193,22 @@ async def test_the_reward_scores_a_call_based_problem_and_partial_passes(reward_
     result = await reward_fn(data_source="leetcode", solution_str=fenced("def add(a, b):\n    return a + b"),
                              ground_truth={"test_cases": cases})
     assert result["passed"] == 2 and result["pass_rate"] == pytest.approx(2 / 3) and result["score"] == 0.0
+
+
+async def test_a_figure_reaches_a_vision_models_loop_as_a_pil_image_where_asked(target):
+    seeing = adapter.ToolServerTool({"type": "native", "target": target, "stateful": True, "images": True})
+    reading = adapter.ToolServerTool({"type": "native", "target": target, "stateful": True})
+    figure = ("import matplotlib.pyplot as plt\nplt.figure(figsize=(3, 2), dpi=100)\nplt.plot([1, 3, 2])\n"
+              "plt.show()\n")
+    answers = []
+    for tool in (seeing, reading):
+        async with adapter.trajectory_sessions():
+            instance_id, _ = await tool.create(create_kwargs={})
+            response, _, _ = await tool.execute(instance_id, {"code": figure}, agent_data=agent_data())
+            await tool.release(instance_id)
+        answers.append(response)
+    seen, read = answers
+    (image,) = seen.image
+    assert image.mode == "RGB" and 200 <= image.size[0] <= 300 and 130 <= image.size[1] <= 200
+    assert "display: image/png" in seen.text
+    assert read.image is None and "display: image/png" in read.text

@@ -135,7 +135,8 @@ def test_a_session_ends_when_its_process_exits_and_no_freed_pid_is_signalled(bou
         started = time.monotonic()
         reply = client.run_python("import os, time\nif os.fork() == 0:\n    time.sleep(60)\nos._exit(0)",
                                   session_id=session.session_id, timeout_ms=30000)
-        assert reply.outcome == pb.CRASHED and time.monotonic() - started < 10  # its child holds fd 3 and the pipes
+        # python3 ends with status 0 there; its child holds fd 3 and the pipes, and the answer comes at once
+        assert (reply.outcome, reply.python.exit_code) == (pb.OK, 0) and time.monotonic() - started < 10
         deadline = time.monotonic() + 10
         while Path(f"/proc/{main}").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -231,6 +232,29 @@ def test_a_forged_answer_is_not_believed(boundary_server):
         assert reply.outcome == pb.CRASHED and "protocol" in reply.error and reply.python.value != "'forged'"
         with pytest.raises(NotFound):
             client.run_python("1", session_id=session.session_id)
+
+
+DEEP_FRAME = ("import os, struct\nframe = b'[' * 200000 + b']' * 200000\n"
+              "os.write(3, struct.pack('>I', len(frame)) + frame)\n'real'")
+# The cell's token is in run_call's locals, which the tenant's code can reach: the answer it
+# forges carries the right id, and displays of a shape no session makes.
+FORGED_DISPLAYS = ("import json, os, struct, sys\nframe = sys._getframe()\n"
+                   "while 'call' not in frame.f_locals:\n    frame = frame.f_back\n"
+                   "answer = {'id': frame.f_locals['call']['id'], 'outcome': 'OK', 'displays': [{'kind': 'display_data', "
+                   "'data': {'image/png': 'not base64 @@'}}]}\n"
+                   "data = json.dumps(answer).encode()\nos.write(3, struct.pack('>I', len(data)) + data)\nimport time\n"
+                   "time.sleep(5)")
+
+
+@pytest.mark.parametrize("code", [DEEP_FRAME, FORGED_DISPLAYS], ids=["nested past the parser", "forged displays"])
+def test_a_frame_the_host_cannot_read_closes_its_session(boundary_server, code):
+    with boundary_server.client() as client:
+        session = client.open_session()
+        reply = client.run_python(code, session_id=session.session_id, timeout_ms=10000)
+        assert reply.outcome == pb.CRASHED and "protocol" in reply.error and not reply.python.displays
+        with pytest.raises(NotFound):
+            client.run_python("1", session_id=session.session_id)
+        assert client.run_python("1 + 1").python.value == "2"  # the server serves on
 
 
 def test_a_cancelled_call_is_interrupted_and_the_next_call_gets_its_own_answer(boundary_server):

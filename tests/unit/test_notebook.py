@@ -35,10 +35,11 @@ def run_in_runtime(code: str) -> dict:
     prelude = textwrap.dedent("""\
         import json, sys, types
         sys.path.insert(0, '.')
-        from sandbox.inside.notebook import Notebook
+        from sandbox.inside.notebook import Notebook, make_shell
+        shell = make_shell()
         main = types.ModuleType('__main__')
         sys.modules['__main__'] = main
-        notebook = Notebook(main)
+        notebook = Notebook(main, shell)
         """)
     done = subprocess.run([PythonSettings().interpreter, "-I", "-c", prelude + code], capture_output=True, text=True,
                           timeout=120, cwd=str(__import__("tests.conftest").conftest.ROOT))
@@ -56,7 +57,7 @@ def test_the_shell_leaves_mains_names_and_rewrites_only_what_python_cannot_compi
             "broken": notebook.source("def f(:"),
         }))
         """))
-    assert seen["names"] == []
+    assert seen["names"] == ["_dh"]
     assert seen["plain"] == "x = 1  # %not a magic"
     assert seen["magic"] == "get_ipython().run_line_magic('time', 'x = 1')\n"
     assert seen["shell"] == "get_ipython().system('ls')\n"

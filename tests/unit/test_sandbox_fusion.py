@@ -91,3 +91,13 @@ def test_a_cell_shows_its_value_and_its_error():
     assert failed["error"][0]["ename"] == "ZeroDivisionError" and failed["error"][0]["evalue"] == "division by zero"
     timed_out = cell_result(response(pb.TIMEOUT, error="time limit of 2000 ms exceeded"))
     assert timed_out["error"][0]["ename"] == "TIMEOUT"
+
+
+def test_a_cells_displays_come_in_its_order_as_a_kernel_holds_them():
+    figure = pb.Display(kind="display_data", data={"image/png": b"\x89PNG", "text/plain": b"<Figure>"})
+    data = pb.Display(kind="display_data", data={"application/json": b'{"k": [1]}', "text/plain": b"<JSON>"})
+    value = pb.Display(kind="execute_result", data={"text/html": b"<table/>", "text/plain": b"   a"})
+    shown = cell_result(response(pb.OK, python=pb.PythonResult(value="   a", displays=[figure, data, value])))
+    assert shown["display"] == [{"image/png": "iVBORw==", "text/plain": "<Figure>"},
+                                {"application/json": {"k": [1]}, "text/plain": "<JSON>"},
+                                {"text/html": "<table/>", "text/plain": "   a"}]

@@ -114,7 +114,9 @@ class ToolServerTool(BaseTool):
             text = f"tool server error ({exc.code.name}): {exc}"
         stats = record(agent_data, response, started)
         images = pil_images(response) if self.images and response is not None else []
-        return ToolResponse(text=text, image=images or None), 0.0, stats
+        if images:  # verl refuses image=None: the key is left out
+            return ToolResponse(text=text, image=images), 0.0, stats
+        return ToolResponse(text=text), 0.0, stats
 
     async def _run(self, instance_id: str, parameters: dict[str, Any], agent_data: Any
                    ) -> tuple[pb.ExecuteResponse, str]:
