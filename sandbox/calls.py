@@ -139,7 +139,7 @@ class CellRequest:
     stdin: str
     value_chars: int   # the repr of the cell's last expression is cut here (its time is the host's
                        # to keep: past it the host interrupts the cell with SIGINT)
-    display_bytes: int = 0  # what the cell displayed, as JSON, is kept up to this many bytes
+    display_bytes: int  # what the cell displayed, as JSON, is kept up to this many bytes
 
     def wire(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

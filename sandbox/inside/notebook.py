@@ -11,6 +11,7 @@ cannot compile. The shell is IPython's own `InteractiveShell`, bound to the sess
 module's namespace (`get_ipython` and `display` are builtins, as in a kernel). A runtime
 without IPython gives plain Python cells and no bundles."""
 
+import ast
 import base64
 import builtins
 import importlib.util
@@ -177,23 +178,18 @@ class Notebook:
             bind_shell(shell, main)
         self.script = CellScript(main)
 
-    def source(self, code):
-        """The cell as Python: code itself where it compiles, else IPython's rewrite of its
-        notebook syntax (the original SyntaxError stands where that does not compile). A
-        cell that compiles as it is joins the cells' script while it runs."""
+    def rewritten(self, code):
+        """IPython's rewrite of a cell python3 cannot compile (its magics, `!` commands and
+        `?` become calls of the shell's), or None where there is no shell or the rewrite
+        does not compile either."""
+        if self.shell is None:
+            return None
         try:
-            compile(code, "<cell>", "exec", flags=0x2000, dont_inherit=True)  # PyCF_ALLOW_TOP_LEVEL_AWAIT
-            self.script.start(code)
-            return code
-        except (SyntaxError, ValueError):
-            if self.shell is None:
-                return code
-        try:
-            rewritten = self.shell.transform_cell(code)
-            compile(rewritten, "<cell>", "exec", flags=0x2000, dont_inherit=True)
+            source = self.shell.transform_cell(code)
+            compile(source, "<cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
         except Exception:
-            return code
-        return rewritten
+            return None
+        return source
 
     def start_cell(self):
         self.displays.clear()

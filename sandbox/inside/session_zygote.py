@@ -384,6 +384,20 @@ def split_last_expression(source, filename):
     return body, None if last is None else compile(last, filename, "eval", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
 
+def compile_cell(code, filename):
+    """(source, statements, last expression) of a cell: as python3 compiles it, or, where it
+    cannot, as IPython rewrites its notebook syntax (else python3's SyntaxError stands)."""
+    try:
+        body, last = split_last_expression(code, filename)
+    except (SyntaxError, ValueError):
+        source = NOTEBOOK.rewritten(code)
+        if source is None:
+            raise
+        return (source, *split_last_expression(source, filename))
+    NOTEBOOK.script.start(code)
+    return code, body, last
+
+
 def evaluate(code, namespace):
     """Runs code in namespace; a cell with a top-level await runs on the session's own
     event loop, kept from cell to cell, as a notebook's does."""
@@ -415,8 +429,7 @@ def run_call(main, call, number, memory_mb):
         NOTEBOOK.start_cell()
         signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
-            source = NOTEBOOK.source(call["code"])
-            body, last = split_last_expression(source, filename)
+            source, body, last = compile_cell(call["code"], filename)
             evaluate(body, main.__dict__)
             if last is not None:
                 evaluated = evaluate(last, main.__dict__)
@@ -439,7 +452,6 @@ def run_call(main, call, number, memory_mb):
             sys.stderr.write(usage or "".join(traceback.format_exception(type(exc), exc, program_traceback(exc, tb))))
             result, exit_code = raised(exc, SESSION_CONFIG["guard"].DENIALS), 1
         NOTEBOOK.end_cell(ran_to_its_end)
-        signal.signal(signal.SIGINT, interrupt_call)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

@@ -84,3 +84,22 @@ def test_a_bash_scripts_processes_past_its_cap_together_are_a_memory_limit(cappe
                                                      limits=pb.Limits(memory_mb=memory_mb, timeout_ms=60_000)),
                                    timeout_s=120)
             assert reply.outcome == outcome, reply
+
+
+SESSION_THEN_CHILD = (
+    "import subprocess, sys\nheld = bytearray(220 << 20)\nfor i in range(0, len(held), 4096):\n    held[i] = 1\n"
+    "print('holding', flush=True)\n"
+    "subprocess.run([sys.executable, '-c', 'import time\\nb = bytearray(200 << 20)\\n"
+    "[b.__setitem__(i, 1) for i in range(0, len(b), 4096)]\\ntime.sleep(5)'])\nprint('never')\n")
+
+
+def test_a_session_the_oom_killer_ends_answers_a_memory_limit_and_is_closed(capped):
+    """The session's own process holds the most when its child pushes the session past its
+    cap: the kernel kills it; the answer keeps what it printed."""
+    with capped.client() as client:
+        session = client.open_session(memory_mb=300)
+        reply = client.run_python(SESSION_THEN_CHILD, session_id=session.session_id, timeout_ms=60_000,
+                                  timeout_s=120)
+        assert reply.outcome == pb.MEMORY_LIMIT and reply.stdout == "holding\n", reply
+        assert reply.python.exit_code == -9 and "the session is closed" in reply.error
+        assert not capped.session_is_open(session.session_id)
