@@ -7,6 +7,7 @@ import toolserver  # noqa: F401  (first: turns gRPC fork support off before grpc
 # isort: split
 import contextlib
 import fcntl
+import json
 import os
 import pwd
 import random
@@ -25,6 +26,7 @@ import pytest
 from sandbox.jail import Slot
 from sandbox.slots import discover_slots, slot_user_name
 from toolclient.client import NotFound, ToolClient
+from toolserver.python.settings import NOTEBOOK_PRELOAD, WARM_PRELOAD
 from toolserver.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,13 +159,15 @@ class RunningServer:
     warm ones unless slim_workers says otherwise, and no scientific worker unless
     scientific_workers says so (one takes 2.5 s of CPU to start here, the longest part of
     a start; calls that import the data stack then run on warm workers), and no program
-    tool unless config has a [program] table. Its slots in order:
+    tool unless config has a [program] table. Its session zygote preloads the warm workers'
+    modules and IPython's shell, not the data stack (3 s more of CPU a start here), unless
+    full_session_preload says so or config names [sessions] preload. Its slots in order:
     the self-test's, the warm workers', the sessions', the slim workers', the scientific
     workers', the rest."""
 
     def __init__(self, tmp: Path, *, workers: int = 2, sessions: int = 0, extra_slots: int = 0,
                  args: tuple[str, ...] = (), config: str = "", slim_workers: int | None = None,
-                 scientific_workers: int = 0) -> None:
+                 scientific_workers: int = 0, full_session_preload: bool = False) -> None:
         self.port = free_port()
         self.target = f"127.0.0.1:{self.port}"
         path = tmp / f"config-{self.port}.toml"
@@ -178,10 +182,13 @@ class RunningServer:
             config = config.replace("[sandbox]\n", f"[sandbox]\n{slots}")
         else:
             config += f"\n[sandbox]\n{slots}"
+        session_settings = f"max_sessions = {sessions}\n"
+        if not full_session_preload and "preload" not in config.partition("[sessions]")[2].partition("\n[")[0]:
+            session_settings += f"preload = {json.dumps([*WARM_PRELOAD, *NOTEBOOK_PRELOAD])}\n"
         if "[sessions]" in config:
-            config = config.replace("[sessions]\n", f"[sessions]\nmax_sessions = {sessions}\n")
+            config = config.replace("[sessions]\n", f"[sessions]\n{session_settings}")
         else:
-            config += f"\n[sessions]\nmax_sessions = {sessions}\n"
+            config += f"\n[sessions]\n{session_settings}"
         if "[metrics]" not in config:
             config += "\n[metrics]\nport = 0\n"  # any free port: servers run side by side
         if "[program]" not in config:

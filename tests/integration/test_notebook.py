@@ -30,7 +30,7 @@ FIGURE = ("import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(4, 3
 def notebook_server(tmp_path_factory):
     port = free_port()
     running = RunningServer(tmp_path_factory.mktemp("notebook"), workers=1, sessions=4,
-                            args=("--http-port", str(port)))
+                            args=("--http-port", str(port)), full_session_preload=True)  # the default config's
     running.http = f"http://127.0.0.1:{port}"
     yield running
     running.stop()
