@@ -22,7 +22,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sandbox.inside.notebook import BINARY_TYPES, DISPLAY_KINDS
+from sandbox.inside.notebook import BINARY_TYPES, DISPLAY_KINDS, MAX_DISPLAYS, MAX_MIME_NAME, MAX_MIME_TYPES
 
 # The call's code is written to this file in its working directory and run as
 # `python3 main.py` would run it (sandbox/inside/program.py keeps the same name).
@@ -155,10 +155,6 @@ def session_state(frame: dict[str, Any]) -> str:
     return next((state for state in SESSION_STATES if frame.get(state) is True), "")
 
 
-MAX_DISPLAYS = 1024  # bundles one answer may carry
-MAX_MIME_TYPES = 64  # types in one bundle
-
-
 @dataclass(frozen=True)
 class Display:
     """One thing a session's cell displayed, as a notebook kernel's display_data or
@@ -180,7 +176,7 @@ class Display:
             raise ValueError("a display's data is not a map of MIME types")
         decoded: dict[str, bytes] = {}
         for mime, text in data.items():
-            if not isinstance(text, str) or len(mime) > 255 or "/" not in mime:
+            if not isinstance(text, str) or len(mime) > MAX_MIME_NAME or "/" not in mime:
                 raise ValueError("a display's data holds what is not a MIME type's text")
             decoded[mime] = base64.b64decode(text, validate=True) if mime in BINARY_TYPES else text.encode()
         return cls(str(bundle["kind"]), decoded, json.dumps(metadata))

@@ -8,8 +8,8 @@ carry them.
 A cell python3 compiles runs as python3 runs it: IPython only rewrites one that python3
 cannot compile. The shell is IPython's own `InteractiveShell`, bound to the session's
 `__main__`, made without a history, a profile directory or any name of its own in the
-module's namespace (`get_ipython` and `display` are builtins, as in a kernel). A runtime
-without IPython gives plain Python cells and no bundles."""
+module's namespace but `_dh` (`get_ipython` and `display` are builtins, as in a kernel). A
+runtime without IPython gives plain Python cells and no bundles."""
 
 import ast
 import base64
@@ -26,6 +26,9 @@ import types
 # Bundle types whose data is bytes: base64 text in a bundle, as nbformat keeps them.
 BINARY_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "application/pdf"})
 DISPLAY_KINDS = ("display_data", "execute_result")
+MAX_DISPLAYS = 1024  # bundles one answer may carry
+MAX_MIME_TYPES = 64  # types in one bundle
+MAX_MIME_NAME = 255  # characters of a type's name
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 SCRIPT_DIRECTORY = ".session-cells"  # in the session's temp directory, made at its first spawn
 # What the shell's namespace keeps of the names IPython puts there: a module's own, and the
@@ -49,13 +52,35 @@ def ends_with_semicolon(source):
     return last is not None and last.type == tokenize.OP and last.string == ";"
 
 
-def bundle_text(mime, data):
-    """A bundle's data as text for the wire: bytes as base64, JSON as its text."""
-    if isinstance(data, (bytes, bytearray)):
-        return base64.b64encode(bytes(data)).decode("ascii")
-    if isinstance(data, str):
-        return data
-    return json.dumps(data, default=repr)
+def wire_bundle(kind, data, metadata):
+    """A display as the host reads it (sandbox.calls.Display), or None where nothing of it
+    is of that shape: a MIME type's name has a `/` and at most MAX_MIME_NAME characters,
+    its data is text (bytes of the binary types as base64, JSON as its text), at most
+    MAX_MIME_TYPES of them; the metadata is a JSON object. A type an object's own repr
+    method got wrong (a `_repr_png_` that returns what is not an image's bytes) is left out,
+    so that no cell's object can make the host doubt the session."""
+    types_kept = {}
+    for mime, value in data.items():
+        if not isinstance(mime, str) or "/" not in mime or len(mime) > MAX_MIME_NAME:
+            continue
+        if isinstance(value, (bytes, bytearray)):
+            text = base64.b64encode(bytes(value)).decode("ascii")
+        elif isinstance(value, str):
+            text = value
+        else:
+            text = json.dumps(value, default=repr)
+        if mime in BINARY_TYPES:
+            try:
+                base64.b64decode(text, validate=True)
+            except ValueError:
+                continue
+        types_kept[mime] = text
+        if len(types_kept) == MAX_MIME_TYPES:
+            break
+    if not types_kept:
+        return None
+    metadata = json.loads(json.dumps(metadata, default=repr)) if isinstance(metadata, dict) else {}
+    return {"kind": kind, "data": types_kept, "metadata": metadata}
 
 
 def make_shell():
@@ -125,8 +150,8 @@ def bind_shell(shell, main):
 
 class CellScript:
     """The session's cells as the script python3 would have run: the Python cells that ran
-    to their end, and the one running. A process that multiprocessing spawns (its spawn and
-    forkserver start methods) runs a script's file again as `__mp_main__` to find what the
+    to their end, and the one running. A process that multiprocessing spawns (its spawn start
+    method) runs a script's file again as `__mp_main__` to find what the
     program defined; a session's `__main__` has no file, so the first spawn writes this
     script to one (in the session's temp directory) and names it in the child's
     preparation data: the cells' functions and classes are found, and, as under python3,
@@ -225,18 +250,16 @@ class Notebook:
 
     def taken(self, cap):
         """The cell's displays for the wire, in order, as long as they fit in cap bytes of
-        JSON together (whole bundles: one that does not fit is left out); and whether one
-        was left out."""
+        JSON together and MAX_DISPLAYS in number (whole bundles: one that does not fit is
+        left out); and whether one was left out."""
         taken, size, cut = [], 0, False
         for kind, data, metadata in self.displays:
             try:
-                bundle = {"kind": kind, "data": {str(mime): bundle_text(mime, value) for mime, value in data.items()},
-                          "metadata": json.loads(json.dumps(metadata, default=repr))}
-            except (TypeError, ValueError):
-                cut = True
-                continue
-            length = len(json.dumps(bundle))
-            if size + length > cap:
+                bundle = wire_bundle(kind, data, metadata)
+            except (TypeError, ValueError, RecursionError):
+                bundle = None
+            length = len(json.dumps(bundle)) if bundle is not None else 0
+            if bundle is None or size + length > cap or len(taken) == MAX_DISPLAYS:
                 cut = True
                 continue
             size += length

@@ -268,3 +268,11 @@ def test_a_spawned_process_finds_what_the_cells_defined(notebook_server):
     assert pooled.outcome == pb.OK and pooled.stdout.endswith("[0, 1, 4, 9, 16] [2, 4]\n"), pooled.stderr
     assert executor.outcome == pb.OK, executor.stderr
     assert executor.stdout.endswith("[49]\n")
+
+
+def test_an_object_whose_rich_repr_is_wrong_shows_its_text_and_the_session_serves_on(notebook_server):
+    wrong, after = cells(notebook_server, "class Odd:\n    def _repr_png_(self):\n        return 'not an image'\n"
+                                          "    def __repr__(self):\n        return 'Odd()'\nOdd()", "1 + 1")
+    assert wrong.outcome == pb.OK and wrong.python.value == "Odd()"
+    assert [dict(display.data) for display in wrong.python.displays] == [{"text/plain": b"Odd()"}]
+    assert after.python.value == "2"

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from sandbox.calls import CallReply, Display, decoded_displays
-from sandbox.inside.notebook import bundle_text, ends_with_semicolon
+from sandbox.inside.notebook import ends_with_semicolon, wire_bundle
 from toolserver.python.settings import PythonSettings
 
 
@@ -24,9 +24,22 @@ def test_a_trailing_semicolon_is_the_last_token(source, quiet):
 
 
 def test_a_bundle_holds_text_binary_as_base64_and_json_as_its_text():
-    assert bundle_text("image/png", b"\x89PNG") == base64.b64encode(b"\x89PNG").decode()
-    assert bundle_text("text/html", "<b>") == "<b>"
-    assert json.loads(bundle_text("application/json", {"k": [1]})) == {"k": [1]}
+    bundle = wire_bundle("display_data", {"image/png": b"\x89PNG", "text/html": "<b>", "application/json": {"k": [1]}},
+                         {"image/png": {"width": 4}})
+    assert bundle == {"kind": "display_data", "data": {"image/png": base64.b64encode(b"\x89PNG").decode(),
+                                                       "text/html": "<b>", "application/json": '{"k": [1]}'},
+                      "metadata": {"image/png": {"width": 4}}}
+    assert decoded_displays([bundle])[0].data["image/png"] == b"\x89PNG"
+
+
+def test_what_an_objects_repr_got_wrong_is_left_out_of_its_bundle():
+    bundle = wire_bundle("display_data", {"image/png": "not base64 @@", "no-slash": "x", "text/plain": "<Obj>",
+                                          "x/" + "y" * 300: "long"}, ["not", "a", "mapping"])
+    assert bundle == {"kind": "display_data", "data": {"text/plain": "<Obj>"}, "metadata": {}}
+    assert wire_bundle("display_data", {"image/png": "@@"}, {}) is None
+    many = wire_bundle("display_data", {f"text/x-{n}": "x" for n in range(100)}, {})
+    assert len(many["data"]) == 64
+    decoded_displays([bundle, many])  # every bundle the session sends, the host reads
 
 
 def run_in_runtime(code: str) -> dict:

@@ -9,7 +9,7 @@ from sandbox.calls import CallReply, CellRequest
 from sandbox.sessions import ProtocolBroken
 from toolserver.python.sessions import cell_reply
 
-CELL = CellRequest("7f3a", "x", "", 1 << 20)
+CELL = CellRequest("7f3a", "x", "", 1 << 20, 1 << 20)
 
 
 def test_a_cells_answer_reads_as_a_calls_reply_without_the_sessions_own_streams():
