@@ -28,6 +28,7 @@ import os
 import signal
 import socket
 import struct
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -145,6 +146,7 @@ class SessionZygote:
         self._requests = 0
         self._stderr: asyncio.Task[None] | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=40)
+        self._home: tempfile.TemporaryDirectory[str] | None = None
 
     @property
     def alive(self) -> bool:
@@ -156,7 +158,7 @@ class SessionZygote:
         control_fd = theirs.fileno()
         try:
             self._process = await asyncio.create_subprocess_exec(
-                self.spec.interpreter, "-I", "-c", BOOTSTRAP, env=runtime_environment(self.spec.interpreter),
+                self.spec.interpreter, "-I", "-c", BOOTSTRAP, env=self._environment(),
                 cwd="/", start_new_session=True, close_fds=True, pass_fds=(control_fd,),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         except OSError as exc:
@@ -184,6 +186,16 @@ class SessionZygote:
             await self.close()
             raise WorkerLost(f"{exc!r}; stderr: {''.join(self._stderr_tail).strip()[-500:]}") from exc
         return self.hello
+
+    def _environment(self) -> dict[str, str]:
+        """The runtime's environment, with a home of the zygote's own: what its preloads
+        write as they load (matplotlib's font cache) goes there, never into root's home or a
+        directory of the host's, and a session finds it readable (or, in its jail, absent)."""
+        if self._home is None:
+            self._home = tempfile.TemporaryDirectory(prefix="toolserver-session-zygote-")
+            os.chmod(self._home.name, 0o755)
+        home = self._home.name
+        return {**runtime_environment(self.spec.interpreter), "HOME": home, "MPLCONFIGDIR": home}
 
     async def _log_stderr(self) -> None:
         assert self._process is not None and self._process.stderr is not None
@@ -228,6 +240,9 @@ class SessionZygote:
             await self._process.wait()
         if self._stderr is not None:
             await asyncio.gather(self._stderr, return_exceptions=True)
+        if self._home is not None:
+            self._home.cleanup()
+            self._home = None
 
 
 async def receive_with_fds(sock: socket.socket, max_fds: int) -> tuple[bytes, list[int]]:

@@ -128,8 +128,8 @@ def make_shell():
                                   ipython_dir="/nonexistent")
     shell.display_pub = CellDisplays(shell=shell)
     builtins.get_ipython = shell.get_ipython
-    if importlib.util.find_spec("matplotlib_inline") is not None and "matplotlib.pyplot" in sys.modules:
-        try:  # preloaded: figures show inline, as in a kernel
+    if importlib.util.find_spec("matplotlib_inline") is not None:  # figures show inline, as in a kernel:
+        try:                                                        # pyplot imported and switched here
             shell.enable_matplotlib("inline")
         except Exception:
             pass
@@ -144,8 +144,8 @@ def bind_shell(shell, main):
     shell.init_sys_modules()
     for name in set(main.__dict__) - before - KEPT_NAMES:
         del main.__dict__[name]
-    if importlib.util.find_spec("matplotlib_inline") is not None:  # the jail's Agg, for a pyplot imported
-        os.environ["MPLBACKEND"] = INLINE_BACKEND                 # later (as ipykernel sets it)
+    if "matplotlib_inline.backend_inline" in sys.modules:  # for the processes it starts, as ipykernel sets it
+        os.environ["MPLBACKEND"] = INLINE_BACKEND
 
 
 class CellScript:

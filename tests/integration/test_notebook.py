@@ -100,9 +100,9 @@ def test_rich_values_and_ipython_displays_come_back_as_mime_bundles(notebook_ser
     assert quiet.outcome == pb.OK and quiet.python.value == "" and list(quiet.python.displays) == []
 
 
-def test_displays_past_the_cap_are_left_out_and_pyplot_shows_inline_when_imported_late(tmp_path):
-    """A session zygote that preloads neither IPython nor matplotlib: the shell is made in
-    each session, pyplot picks the inline backend when a cell imports it."""
+def test_displays_past_the_cap_are_left_out_and_figures_show_whatever_the_preload(tmp_path):
+    """A session zygote whose preload names neither IPython nor matplotlib still makes the
+    shell and switches pyplot to the inline backend before it forks."""
     server = RunningServer(tmp_path, workers=1, sessions=1,
                            config='[sessions]\nmax_display_bytes = 60000\npreload = ["math"]\n')
     try:
