@@ -136,8 +136,11 @@ def holder_untouched(pid: int) -> None:
 class SessionZygote:
     """The warm root interpreter that forks sessions into their jails."""
 
-    def __init__(self, spec: ZygoteSpec) -> None:
+    def __init__(self, spec: ZygoteSpec, home_root: Path) -> None:
+        """home_root: a directory of the server's (the slots' scratch root: writable where
+        the root filesystem is not) in which the zygote gets a home of its own."""
         self.spec = spec
+        self.home_root = home_root
         self.hello: dict[str, Any] = {}
         self._process: asyncio.subprocess.Process | None = None
         self._pidfd: int | None = None  # the zygote's: what it is killed through
@@ -188,11 +191,12 @@ class SessionZygote:
         return self.hello
 
     def _environment(self) -> dict[str, str]:
-        """The runtime's environment, with a home of the zygote's own: what its preloads
-        write as they load (matplotlib's font cache) goes there, never into root's home or a
-        directory of the host's, and a session finds it readable (or, in its jail, absent)."""
+        """The runtime's environment, with a home of the zygote's own under home_root: what
+        its preloads write as they load (matplotlib's font cache) goes there, never into
+        root's home or a directory of the host's, and a session finds it readable (or, in its
+        jail, absent)."""
         if self._home is None:
-            self._home = tempfile.TemporaryDirectory(prefix="toolserver-session-zygote-")
+            self._home = tempfile.TemporaryDirectory(prefix="session-zygote-", dir=self.home_root)
             os.chmod(self._home.name, 0o755)
         home = self._home.name
         return {**runtime_environment(self.spec.interpreter), "HOME": home, "MPLCONFIGDIR": home}

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Coroutine
 
 from sandbox.calls import session_state
@@ -83,7 +85,8 @@ class SessionPool:
                  room: Callable[[], int], opening: Callable[[], bool], keep_peak_s: float = 900.0,
                  cgroups: MemoryCgroups | None = None, makers: int = 2, recycle: bool = True) -> None:
         self.spec = spec  # toolserver.python.jails.session_spec
-        self.zygote = SessionZygote(spec)
+        self.zygote_home_root = slots[0].scratch.parent if slots else Path(tempfile.gettempdir())
+        self.zygote = SessionZygote(spec, self.zygote_home_root)
         self.free_slots = list(slots)
         self.ready_target = ready  # the least kept made ahead
         self.keep_peak_s = keep_peak_s
@@ -246,7 +249,7 @@ class SessionPool:
             if not self.zygote.alive:
                 log.warning("the session zygote died: starting it again")
                 await self.zygote.close()
-                self.zygote = SessionZygote(self.spec)
+                self.zygote = SessionZygote(self.spec, self.zygote_home_root)
                 await self.zygote.start()
 
     async def take(self, limit: int) -> ReadySession:
