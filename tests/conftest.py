@@ -26,7 +26,7 @@ import pytest
 from sandbox.jail import Slot
 from sandbox.slots import discover_slots, slot_user_name
 from toolclient.client import NotFound, ToolClient
-from toolserver.python.settings import NOTEBOOK_PRELOAD, WARM_PRELOAD
+from toolserver.python.settings import WARM_PRELOAD
 from toolserver.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,7 +160,7 @@ class RunningServer:
     scientific_workers says so (one takes 2.5 s of CPU to start here, the longest part of
     a start; calls that import the data stack then run on warm workers), and no program
     tool unless config has a [program] table. Its session zygote preloads the warm workers'
-    modules and IPython's shell, not the data stack (3 s more of CPU a start here), unless
+    modules (and makes IPython's shell), not the data stack (3 s more of CPU a start here), unless
     full_session_preload says so or config names [sessions] preload. Its slots in order:
     the self-test's, the warm workers', the sessions', the slim workers', the scientific
     workers', the rest."""
@@ -184,7 +184,7 @@ class RunningServer:
             config += f"\n[sandbox]\n{slots}"
         session_settings = f"max_sessions = {sessions}\n"
         if not full_session_preload and "preload" not in config.partition("[sessions]")[2].partition("\n[")[0]:
-            session_settings += f"preload = {json.dumps([*WARM_PRELOAD, *NOTEBOOK_PRELOAD])}\n"
+            session_settings += f"preload = {json.dumps(list(WARM_PRELOAD))}\n"
         if "[sessions]" in config:
             config = config.replace("[sessions]\n", f"[sessions]\n{session_settings}")
         else:

@@ -14,7 +14,7 @@ from typing import Any
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
-from toolcontract.displays import IMAGE_TYPES
+from toolcontract.displays import image_type
 from toolcontract.v1 import toolserver_pb2 as pb
 
 TEXT_TYPES = ("text/markdown", "text/plain")  # a display's text for a reader of text, the first one it has
@@ -25,7 +25,7 @@ def python_lines(result: pb.PythonResult) -> list[str]:
     else by its text (the value's own rich form adds nothing to a text reader)."""
     lines = [f"value: {result.value}"] if result.value else []
     for display in result.displays:
-        image = next((mime for mime in IMAGE_TYPES if mime in display.data), None)
+        image = image_type(display)
         if image is not None:
             lines.append(f"display: {image}, {len(display.data[image])} bytes")
         elif display.kind != "execute_result":

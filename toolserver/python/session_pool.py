@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Coroutine
 
 from sandbox.calls import session_state
@@ -85,7 +83,7 @@ class SessionPool:
                  room: Callable[[], int], opening: Callable[[], bool], keep_peak_s: float = 900.0,
                  cgroups: MemoryCgroups | None = None, makers: int = 2, recycle: bool = True) -> None:
         self.spec = spec  # toolserver.python.jails.session_spec
-        self.zygote_home_root = slots[0].scratch.parent if slots else Path(tempfile.gettempdir())
+        self.zygote_home_root = slots[0].scratch.parent  # the scratch root: the zygote's home is made there
         self.zygote = SessionZygote(spec, self.zygote_home_root)
         self.free_slots = list(slots)
         self.ready_target = ready  # the least kept made ahead

@@ -67,15 +67,18 @@ class Session:
 
 
 class OutputCap:
-    """Bytes kept up to a cap; `truncated` says something was dropped."""
+    """Bytes kept up to a cap; `truncated` says something was dropped, `read` how many
+    came in all."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.parts: list[bytes] = []
         self.size = 0
+        self.read = 0
         self.truncated = False
 
     def add(self, data: bytes) -> None:
+        self.read += len(data)
         room = self.cap - self.size
         if len(data) > room:
             self.truncated = True
@@ -297,7 +300,6 @@ class SessionManager:
         past the server's own cap (output_cap) interrupts it there."""
         process = session.process
         outputs = {"stdout": OutputCap(max_output_bytes), "stderr": OutputCap(max_output_bytes)}
-        read = {"stdout": 0, "stderr": 0}
         started = time.monotonic()
         reply: CallReply | None = None
         interrupted = False
@@ -307,8 +309,7 @@ class SessionManager:
 
         def printed(name: str, data: bytes) -> None:
             outputs[name].add(data)
-            read[name] += len(data)
-            if read[name] > self.output_cap and name not in stopped:
+            if outputs[name].read > self.output_cap and name not in stopped:
                 stopped.append(name)
                 process.signal(signal.SIGINT)
 

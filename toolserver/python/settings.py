@@ -89,10 +89,9 @@ SCIENTIFIC_PRELOAD = WARM_PRELOAD + (
     "matplotlib", "matplotlib.pyplot", "seaborn", "statsmodels.api", "networkx",
 )
 # What the session zygote imports: the data stack (a session's first `import pandas` costs
-# what a call's does: nothing) and IPython's shell with its inline figures, which every
-# session makes before it waits for a caller (sandbox/inside/notebook.py).
-NOTEBOOK_PRELOAD = ("IPython", "IPython.core.interactiveshell", "IPython.display", "matplotlib_inline.backend_inline")
-SESSION_PRELOAD = SCIENTIFIC_PRELOAD + NOTEBOOK_PRELOAD
+# what a call's does: nothing). IPython's shell and pyplot's inline backend it imports
+# whatever the preload, as it makes the shell (sandbox/inside/notebook.py make_shell).
+SESSION_PRELOAD = SCIENTIFIC_PRELOAD
 # Workers per CPU when python.workers is 0: one runs while the other's call crosses the
 # pipe, and more only queue (toolserver bench, docs/speed.md).
 WORKERS_PER_CPU = 2
