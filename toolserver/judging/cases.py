@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from sandbox.calls import CallLimits, CallRequest, KeptFile, StartAhead
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.errors import InvalidRequest
-from toolserver.judging.compiler import Compiled
+from toolserver.judging.compiler import COMPILE_OUTCOMES, Compiled
 from toolserver.judging.judge import case_result, passed
+from toolserver.outcomes import contract_outcome
 from toolserver.text import valid_text
 from toolserver.zygotes.pool import WorkerPool
 from toolserver.zygotes.programs import OUT_OF_MEMORY
@@ -83,8 +84,7 @@ async def run_cases(pool: WorkerPool, run: Run, cases: list[pb.CppCase], limits:
 def compile_result(compiled: Compiled) -> pb.CppCompile:
     return pb.CppCompile(ok=compiled.ok, cached=compiled.cached, stderr=valid_text(compiled.messages),
                          exit_code=compiled.exit_code, elapsed_us=max(0, compiled.elapsed_us),
-                         outcome=pb.Outcome.Value(compiled.outcome) if compiled.outcome in pb.Outcome.keys()
-                         else pb.CRASHED)
+                         outcome=contract_outcome(compiled.outcome, COMPILE_OUTCOMES))
 
 
 def compile_failed(request_id: str, compiled: Compiled, result_field: str) -> pb.ExecuteResponse:

@@ -37,6 +37,9 @@ class CompileStep:
     artifact: str
 
 
+COMPILE_OUTCOMES = frozenset({"OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "CRASHED"})  # what a Compiled's outcome is
+
+
 @dataclass(frozen=True)
 class Compiled:
     """A compile's end: the binary when it succeeded, else the compiler's messages."""

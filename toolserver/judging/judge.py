@@ -24,7 +24,7 @@ def same(stdout: str, expected: str, compare: int) -> bool:
     return same_output(stdout, expected)
 
 
-def verdict_of(outcome: int, truncated: bool, stdout: str, case: pb.CppCase, compare: int) -> int:
+def verdict_of(outcome: pb.Outcome, truncated: bool, stdout: str, case: pb.CppCase, compare: int) -> pb.Verdict:
     if outcome == pb.OK:
         if not case.HasField("expected_stdout"):
             return pb.FINISHED
@@ -46,5 +46,5 @@ def case_result(index: int, case: pb.CppCase, reply: CallReply, compare: int,
                             error=valid_text(error), truncated=reply.truncated)
 
 
-def passed(verdict: int) -> bool:
+def passed(verdict: pb.Verdict) -> bool:
     return verdict in (pb.ACCEPTED, pb.FINISHED)

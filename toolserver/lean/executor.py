@@ -30,10 +30,11 @@ from toolserver.errors import InvalidRequest, PermissionDenied, ToolUnavailable
 from toolserver.lean.guard import check_proof
 from toolserver.lean.header import HeaderError, SplitSource, parse_header, split_source
 from toolserver.lean.jails import repl_spec
-from toolserver.lean.pool import ReplOutcome, ReplPool
+from toolserver.lean.pool import REPL_OUTCOMES, ReplOutcome, ReplPool
 from toolserver.lean.repl import Toolchain
 from toolserver.lean.rules import LeanRules
 from toolserver.lean.settings import LeanSettings
+from toolserver.outcomes import contract_outcome
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext, Tool
 from toolserver.text import valid_text
@@ -288,7 +289,7 @@ class LeanExecutor(Tool):
 
     def _response(self, request_id: str, source: SplitSource, outcome: ReplOutcome) -> pb.ExecuteResponse:
         if outcome.status not in ("OK", "HEADER_ERROR"):
-            return pb.ExecuteResponse(request_id=request_id, outcome=pb.Outcome.Value(outcome.status),
+            return pb.ExecuteResponse(request_id=request_id, outcome=contract_outcome(outcome.status, REPL_OUTCOMES),
                                       error=outcome.error, lean=pb.LeanResult(complete=False))
         answer = outcome.answer
         in_header = outcome.status == "HEADER_ERROR"

@@ -28,6 +28,8 @@ from toolserver.lean.repl import HeaderRejected, LeanRepl, ReplLost, Toolchain
 
 log = logging.getLogger(__name__)
 
+REPL_OUTCOMES = frozenset({"OK", "TIMEOUT", "MEMORY_LIMIT", "CRASHED"})  # the statuses the contract names
+
 
 @dataclass(frozen=True)
 class ReplOutcome:

@@ -41,6 +41,7 @@ from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
 from toolserver.errors import InvalidRequest, RequestError, ToolUnavailable, Unavailable
 from toolserver.grants import effective_limits
+from toolserver.outcomes import contract_outcome
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.python.gauges import watch_python
 from toolserver.python.jails import python_jails
@@ -56,10 +57,6 @@ from toolserver.zygotes.pool import WorkerPool
 from toolserver.zygotes.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
-
-OUTCOMES = {name: pb.Outcome.Value(name) for name in
-            ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "DENIED", "CRASHED", "INVALID", "OUTPUT_LIMIT")}
-
 
 def session_memory_mb(requested: pb.Limits, settings: CoreSettings, caller: CallerPolicy = OPEN_POLICY) -> int:
     """A new session's memory: what OpenSession asked for, else sessions.memory_mb, never
@@ -104,7 +101,7 @@ def parent_directories(path: str) -> list[str]:
 def response_from_reply(request_id: str, reply: CallReply) -> pb.ExecuteResponse:
     return pb.ExecuteResponse(
         request_id=request_id,
-        outcome=OUTCOMES.get(reply.outcome, pb.CRASHED),
+        outcome=contract_outcome(reply.outcome),
         stdout=valid_text(reply.stdout),
         stderr=valid_text(reply.stderr),
         error=valid_text(reply.error),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sandbox.calls import PROGRAM_FILE, CallReply
 from toolcontract.v1 import toolserver_pb2 as pb
+from toolserver.outcomes import PROGRAM_OUTCOMES, contract_outcome
 
 KILLED = "killed by signal "
 OUT_OF_MEMORY = "std::bad_alloc"  # what libstdc++ says when an allocation fails under RLIMIT_AS
@@ -35,7 +36,7 @@ def exec_program(argv: list[str], memory_mb: int, executable: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def program_outcome(reply: CallReply, out_of_memory: tuple[str, ...] = (OUT_OF_MEMORY,)) -> tuple[int, str]:
+def program_outcome(reply: CallReply, out_of_memory: tuple[str, ...] = (OUT_OF_MEMORY,)) -> tuple[pb.Outcome, str]:
     """How an exec'd program's run ended: its Outcome and one-line error. out_of_memory:
     what its runtime writes last on stderr when an allocation is refused (a run that failed
     so ran out of memory)."""
@@ -46,6 +47,7 @@ def program_outcome(reply: CallReply, out_of_memory: tuple[str, ...] = (OUT_OF_M
             return pb.MEMORY_LIMIT, f"memory limit exceeded ({said}, then {ending})"
     if reply.outcome == "CRASHED" and reply.error.startswith(KILLED):
         return pb.ERROR, f"the program was {reply.error}"
-    if reply.outcome in ("OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "OUTPUT_LIMIT"):
-        return pb.Outcome.Value(reply.outcome), reply.error
-    return pb.CRASHED, reply.error or f"the sandbox answered {reply.outcome}"
+    outcome = contract_outcome(reply.outcome, PROGRAM_OUTCOMES)
+    if outcome == pb.CRASHED and reply.outcome != "CRASHED":
+        return outcome, reply.error or f"the sandbox answered {reply.outcome}"
+    return outcome, reply.error
