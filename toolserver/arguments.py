@@ -14,7 +14,7 @@ from toolserver.errors import InvalidRequest
 from toolserver.text import is_valid_text
 
 
-def openai_function(spec: pb.ToolSpec) -> dict:
+def openai_function(spec: pb.ToolSpec) -> dict[str, Any]:
     """A ToolSpec in the OpenAI function-calling shape."""
     return {"type": "function", "function": {"name": spec.name, "description": spec.description,
                                              "parameters": json.loads(spec.parameters)}}

@@ -10,6 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TypedDict
 
 from toolserver.config import RUNTIME_INTERPRETER, ConfigError
 
@@ -136,7 +137,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def client_args(args: argparse.Namespace) -> dict[str, str | None]:
+class ClientArgs(TypedDict):
+    """The connection flags of every client command, as `ToolClient` takes them."""
+
+    token: str | None
+    tls_ca: str | None
+    tls_cert: str | None
+    tls_key: str | None
+
+
+def client_args(args: argparse.Namespace) -> ClientArgs:
     return {"token": args.token, "tls_ca": args.tls_ca, "tls_cert": args.tls_cert, "tls_key": args.tls_key}
 
 

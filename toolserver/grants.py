@@ -18,7 +18,7 @@ def effective_limits(requested: pb.Limits, settings: CoreSettings, caller: Calle
     caps, defaults = settings.limits, settings.defaults
 
     def pick(name: str, mine: int) -> int:
-        value = min(getattr(requested, name) or getattr(defaults, name), getattr(caps, name))
+        value: int = min(getattr(requested, name) or getattr(defaults, name), getattr(caps, name))
         return min(value, mine) if mine else value
 
     return CallLimits(

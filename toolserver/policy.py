@@ -33,7 +33,7 @@ import hmac
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence, TypeVar
+from typing import Any, ClassVar, Iterable, Protocol, Sequence, TypeVar
 
 from toolcontract.names import TOOL_NAMES as TOOLS
 from toolcontract.v1 import toolserver_pb2 as pb
@@ -43,6 +43,15 @@ from toolserver.errors import ConfigError, PermissionDenied, Unauthenticated
 HEX_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 POLICY_KEYS = ("token_sha256", "tools", "max_timeout_ms", "max_memory_mb", "max_output_bytes", "max_inflight")
 Rules = TypeVar("Rules")
+
+
+class ToolRules(Protocol):
+    """A tool's rules class, as the policy file reads it (above)."""
+
+    KEYS: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def from_table(cls, table: dict[str, Any], where: str, granted: bool) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -119,7 +128,7 @@ class Policies:
         raise Unauthenticated("unknown bearer token")
 
 
-def load_policies(path: str | Path | None, rules: Sequence[tuple[str, type]]) -> Policies:
+def load_policies(path: str | Path | None, rules: Sequence[tuple[str, type[ToolRules]]]) -> Policies:
     """Reads and validates the policy file with the tools' rules ((tool name, rules class)
     pairs); no path: the open policy. Raises ConfigError."""
     if not path:
@@ -140,7 +149,7 @@ def load_policies(path: str | Path | None, rules: Sequence[tuple[str, type]]) ->
     return Policies(by_hash)
 
 
-def _policy(name: str, table: Any, rules: Sequence[tuple[str, type]]) -> tuple[CallerPolicy, str]:
+def _policy(name: str, table: Any, rules: Sequence[tuple[str, type[ToolRules]]]) -> tuple[CallerPolicy, str]:
     where = f"callers.{name}"
     if not isinstance(table, dict):
         raise ConfigError(f"[{where}] must be a table")

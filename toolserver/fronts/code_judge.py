@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -110,7 +111,7 @@ class CodeJudgeFront:
         workers = tool.workers if tool is not None else 0
         return self.reply(200, {"queue": self.dispatcher.state.inflight, "num_workers": workers})
 
-    def single(self, judged: bool):
+    def single(self, judged: bool) -> Callable[[Request], Awaitable[JSONResponse]]:
         async def endpoint(request: Request) -> JSONResponse:
             try:
                 caller, body = parsed_body(request.scope)
@@ -120,7 +121,7 @@ class CodeJudgeFront:
             return self.reply(200, await self.run(sub_id, call, expected if judged else None, caller))
         return endpoint
 
-    def batch(self, judged: bool):
+    def batch(self, judged: bool) -> Callable[[Request], Awaitable[JSONResponse]]:
         async def endpoint(request: Request) -> JSONResponse:
             try:
                 caller, body = parsed_body(request.scope)

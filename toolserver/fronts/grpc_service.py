@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any, Awaitable, Callable, TypeVar
 
 import grpc
@@ -19,7 +20,7 @@ from toolcontract.v1 import toolserver_pb2 as pb
 from toolcontract.v1 import toolserver_pb2_grpc as pb_grpc
 from toolserver.dispatch import Dispatcher, refused_response
 from toolserver.errors import InvalidRequest, RequestError, status_of
-from toolserver.fronts.grpc_transport import NOT_STARTED, Undecodable, require_decoded
+from toolserver.fronts.grpc_transport import NOT_STARTED, Undecodable, decoded
 from toolserver.policy import CallerPolicy, Policies
 
 log = logging.getLogger(__name__)
@@ -94,30 +95,29 @@ class ToolServerService(pb_grpc.ToolServerServicer):
 
     async def execute(self, request: pb.ExecuteRequest | Undecodable, caller: CallerPolicy) -> pb.ExecuteResponse:
         try:
-            require_decoded(request)
+            call: pb.ExecuteRequest = decoded(request)
         except InvalidRequest as error:
             self.dispatcher.rejected(error, "", "none", caller)
             raise
-        return await self.dispatcher.execute(request, caller)
+        return await self.dispatcher.execute(call, caller)
 
     async def list_tools(self, request: pb.ListToolsRequest, caller: CallerPolicy) -> pb.ListToolsResponse:
-        require_decoded(request)
+        decoded(request)
         return pb.ListToolsResponse(tools=self.dispatcher.list_tools(caller))
 
     async def open_session(self, request: pb.OpenSessionRequest, caller: CallerPolicy) -> pb.Session:
-        require_decoded(request)
-        return await self.dispatcher.open_session(request.limits, caller)
+        return await self.dispatcher.open_session(decoded(request).limits, caller)
 
     async def close_session(self, request: pb.CloseSessionRequest, caller: CallerPolicy) -> pb.CloseSessionResponse:
-        require_decoded(request)
-        await self.dispatcher.close_session(request.session_id, caller)
+        await self.dispatcher.close_session(decoded(request).session_id, caller)
         return pb.CloseSessionResponse()
 
     async def server_info(self, request: pb.ServerInfoRequest, caller: CallerPolicy) -> pb.ServerInfo:
-        require_decoded(request)
+        decoded(request)
         return self.dispatcher.server_info()
 
-    async def ExecuteStream(self, request_iterator, context: grpc.aio.ServicerContext):
+    async def ExecuteStream(self, request_iterator: AsyncIterable[pb.ExecuteRequest | Undecodable],
+                            context: grpc.aio.ServicerContext) -> AsyncIterator[pb.ExecuteResponse]:
         try:
             caller = self.caller(context)
         except RequestError as exc:

@@ -3,9 +3,10 @@ bearer-token admission, refusals, and the server's TLS credentials."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf import message_factory
@@ -31,12 +32,17 @@ class Undecodable:
     reason: str
 
 
-def require_decoded(request: Any) -> None:
+Request = TypeVar("Request")
+
+
+def decoded(request: Request | Undecodable) -> Request:
+    """request, parsed; InvalidRequest where its bytes were not a valid message."""
     if isinstance(request, Undecodable):
         raise InvalidRequest(f"request is not a valid {request.message}: {request.reason}")
+    return request
 
 
-def tolerant_parser(message_class: Any):
+def tolerant_parser(message_class: Any) -> Callable[[bytes], Any]:
     def parse(data: bytes) -> Any:
         try:
             return message_class.FromString(data)
@@ -62,7 +68,7 @@ def add_to_server(servicer: Any, server: grpc.aio.Server) -> None:
     server.add_registered_method_handlers(SERVICE_NAME, handlers)
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):
+class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc.aio ships no types
     """Answers UNAUTHENTICATED to ToolServer calls without a known bearer token.
 
     Health and reflection stay open, as load balancers and grpcurl need them."""
@@ -70,7 +76,8 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, policies: Policies) -> None:
         self.policies = policies
 
-    async def intercept_service(self, continuation, handler_call_details):
+    async def intercept_service(self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+                                handler_call_details: grpc.HandlerCallDetails) -> Any:
         if self.policies.open or not handler_call_details.method.startswith(SERVICE_PREFIX):
             return await continuation(handler_call_details)
         try:
@@ -86,7 +93,7 @@ def refusal(handler: grpc.RpcMethodHandler, code: grpc.StatusCode, message: str)
     async def abort_unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
         await context.abort(code, message)
 
-    async def abort_stream(request: Any, context: grpc.aio.ServicerContext):
+    async def abort_stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         await context.abort(code, message)
         yield  # pragma: no cover - makes this an async generator
 

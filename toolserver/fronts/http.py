@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterator
 from contextlib import AsyncExitStack
 
 from toolserver.config import WILDCARD_HOSTS, CoreSettings
@@ -45,8 +46,9 @@ async def start_http(settings: CoreSettings, dispatcher: Dispatcher, policies: P
     class EmbeddedServer(uvicorn.Server):
         """uvicorn without signal handlers of its own: the tool server owns SIGTERM."""
 
-        def capture_signals(self) -> contextlib.AbstractContextManager[None]:
-            return contextlib.nullcontext()
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
 
     mcp: list[Route] = []
     routes = (SandboxFusionFront(dispatcher).routes() + CodeJudgeFront(dispatcher).routes()
@@ -82,7 +84,7 @@ async def start_http(settings: CoreSettings, dispatcher: Dispatcher, policies: P
         await task
 
     stack.push_async_callback(stop)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    port: int = server.servers[0].sockets[0].getsockname()[1]
     log.info("HTTP fronts on http://%s:%d: SandboxFusion /run_code, code-judge /run and /judge (and batches), "
              "Search-R1 /retrieve; %s; at most %d connections", settings.http.host, port, mcp_endpoint, max_connections)
     if not app.any_host and settings.http.host in WILDCARD_HOSTS:

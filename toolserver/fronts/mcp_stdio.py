@@ -44,8 +44,10 @@ class ClientBackend:
             raise Refused(str(exc)) from exc
 
 
-async def serve_stdio(target: str, **client_args: str | None) -> None:
-    """Serves MCP on stdin/stdout until the client closes it; client_args: the token and
-    TLS files of `AsyncToolClient`."""
-    async with AsyncToolClient(target, timeout_s=CALL_DEADLINE_S, **client_args) as client:
+async def serve_stdio(target: str, *, token: str | None = None, tls_ca: str | None = None,
+                      tls_cert: str | None = None, tls_key: str | None = None) -> None:
+    """Serves MCP on stdin/stdout until the client closes it, a client of target with the
+    token and TLS files given."""
+    async with AsyncToolClient(target, timeout_s=CALL_DEADLINE_S, token=token, tls_ca=tls_ca, tls_cert=tls_cert,
+                               tls_key=tls_key) as client:
         await mcp_server(ClientBackend(client)).run_stdio_async()

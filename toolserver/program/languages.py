@@ -57,7 +57,7 @@ import os
 import re
 import subprocess
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,8 +153,8 @@ def language_from(values: dict[str, Any], path: str) -> Language:
         values["main_pattern"] = [values["main_pattern"]]
     ahead = ahead_from(values.pop("ahead"), path, fail) if "ahead" in values else None
     check_types(values, KEYS, fail, "")
-    language = Language(**{key: tuple(value) if isinstance(value, list) else value for key, value in values.items()},
-                        ahead=ahead, path=path)
+    fields: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value for key, value in values.items()}
+    language = Language(**fields, ahead=ahead, path=path)
     for name in language.names:
         if not name or not name.replace("_", "").replace("-", "").isalnum() or name != name.lower():
             raise fail(f"name {name!r} must be lower-case letters, digits, - or _")
@@ -190,7 +190,7 @@ def language_from(values: dict[str, Any], path: str) -> Language:
     return language
 
 
-def check_types(values: dict[str, Any], types: dict[str, type], fail: Callable[[str], ConfigError],
+def check_types(values: dict[str, Any], types: Mapping[str, type], fail: Callable[[str], ConfigError],
                 prefix: str) -> None:
     """Raises fail(...) for a value of values that is not of its key's type in types, or a
     list or table that holds anything but strings."""

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.arguments import json_arguments
 
-PYTHON_SCHEMA = {
+PYTHON_PROPERTIES: dict[str, Any] = {
+    "code": {"type": "string", "description": "Python 3 source. The repr of a last bare expression is returned as the value."},
+    "stdin": {"type": "string", "description": "Text fed to the program's standard input."},
+    "session_id": {"type": "string", "description": "A session from OpenSession: variables and imports persist between its calls. Empty: a fresh interpreter."},
+}
+PYTHON_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {
-        "code": {"type": "string", "description": "Python 3 source. The repr of a last bare expression is returned as the value."},
-        "stdin": {"type": "string", "description": "Text fed to the program's standard input."},
-        "session_id": {"type": "string", "description": "A session from OpenSession: variables and imports persist between its calls. Empty: a fresh interpreter."},
-    },
+    "properties": PYTHON_PROPERTIES,
     "required": ["code"],
     "additionalProperties": False,
 }
@@ -40,6 +42,6 @@ def python_tool_spec(profile: str, allowed: tuple[str, ...] | None, denied: tupl
 
 def python_call_from_json(arguments: str) -> pb.PythonCall:
     """Parses JsonCall arguments for the python tool; raises InvalidRequest."""
-    values = json_arguments(arguments, "python", dict.fromkeys(PYTHON_SCHEMA["properties"], str), "code")
+    values = json_arguments(arguments, "python", dict.fromkeys(PYTHON_PROPERTIES, str), "code")
     return pb.PythonCall(code=values["code"], stdin=values.get("stdin", ""), session_id=values.get("session_id", ""))
 

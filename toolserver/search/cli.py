@@ -16,7 +16,7 @@ from toolserver.search.settings import MODES, SearchSettings, check_index_name
 DEFAULTS = SearchSettings()
 
 
-def add_index_parser(subparsers: argparse._SubParsersAction) -> None:
+def add_index_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Adds `index build|default|list` to a parser's subcommands."""
     index = subparsers.add_parser("index", help="build and list search indexes")
     index.set_defaults(run=run_index_command)

@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from pathlib import Path
+from typing import Any
 
 from toolcontract.names import UINT32_MAX
 from toolcontract.v1 import toolserver_pb2 as pb
@@ -205,7 +206,7 @@ class SearchExecutor(Tool):
         """The search tool as the caller may use it: only its indexes are named."""
         settings = self.settings
         names = [name for name in self.index_names() if caller.rules_of(SearchRules).allows(name)]
-        index_schema: dict = {"type": "string", "description": "The index to search."}
+        index_schema: dict[str, Any] = {"type": "string", "description": "The index to search."}
         if names:
             index_schema["enum"] = names
         required = ["query"]
