@@ -66,6 +66,45 @@ class ReadySession:
             self.cgroup.set_limit_mb(self.base_mb + memory_mb if memory_mb else 0)
 
 
+class Claim:
+    """One piece of work counted in an Underway: ended once, however its work ends."""
+
+    def __init__(self, underway: Underway) -> None:
+        self.underway = underway
+        self.ended = False
+
+    def end(self) -> None:
+        if not self.ended:
+            self.ended = True
+            self.underway.ended()
+
+    def __enter__(self) -> Claim:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.end()
+
+
+class Underway:
+    """How many pieces of work of one kind are under way (sessions being made, slots being
+    given back, OpenSessions waiting): each is claimed as it starts, the count taken at
+    once, and its claim ended where it ends; the end of one sets changed (an OpenSession
+    waiting for a slot or a session wakes on it)."""
+
+    def __init__(self, changed: asyncio.Event | None = None) -> None:
+        self.count = 0
+        self.changed = changed
+
+    def claim(self) -> Claim:
+        self.count += 1
+        return Claim(self)
+
+    def ended(self) -> None:
+        self.count -= 1
+        if self.changed is not None:
+            self.changed.set()
+
+
 @dataclass
 class PoolCounts:
     made: int = 0  # sessions made, on a new jail or a recycled one
@@ -98,11 +137,11 @@ class SessionPool:
         self.last_request = 0.0  # when the last OpenSession or CloseSession came
         self._room = room
         self._opening = opening
-        self._making = 0
-        self._makers = asyncio.Semaphore(makers)
-        self._releasing = 0
         self._changed = asyncio.Event()  # a slot came back, or a session made ahead is ready (or failed)
-        self._starved = 0  # OpenSessions waiting for a session being made
+        self._making = Underway(self._changed)  # sessions being made ahead (on a new jail or a recycled one)
+        self._makers = asyncio.Semaphore(makers)
+        self._releasing = Underway(self._changed)  # slots being given back
+        self._starved = Underway()  # OpenSessions waiting for a session being made
         self.waiting_opens: set[asyncio.Task[Any]] = set()  # their tasks: one whose caller is gone stops there
         self._background: set[asyncio.Task[Any]] = set()
         self._slot_cgroups = SlotCgroups(cgroups, spec.jail.max_processes)
@@ -132,14 +171,14 @@ class SessionPool:
         if self.stopped:
             return
         room = self._room()
-        while self.free_slots and len(self.ready) + self._making < min(self.wanted(), room):
-            self._making += 1
-            self.spawn(self._make_ready(self.free_slots.pop(0)))  # the longest free: not a just closed uid
+        while self.free_slots and len(self.ready) + self._making.count < min(self.wanted(), room):
+            # the longest free: not a just closed uid
+            self.spawn(self._make_ready(self.free_slots.pop(0), self._making.claim()))
 
-    async def _make_ready(self, slot: Slot) -> None:
+    async def _make_ready(self, slot: Slot, making: Claim) -> None:
         """Makes a session ahead on slot once the server is quiet."""
         made: ReadySession | None = None
-        try:
+        with making:
             await self._quiet()
             if self.stopped:
                 await self._release_slot(slot, refill=False)
@@ -149,9 +188,6 @@ class SessionPool:
             except Unavailable as exc:
                 log.warning("a ready session could not be made: %s", exc)
                 await asyncio.sleep(MAKE_RETRY_S)  # a host that cannot make one now is not asked at once again
-        finally:
-            self._making -= 1
-            self._changed.set()
         if made is None:
             self.refill()
             return
@@ -209,26 +245,22 @@ class SessionPool:
         return (self.recycle and not self.stopped and made.jail is not None and made.cgroup is not None
                 and made.jail.whole())
 
-    async def _recycle(self, made: ReadySession) -> None:
+    async def _recycle(self, made: ReadySession, making: Claim) -> None:
         """Makes a session ahead in the jail of made, which closed, once the server is
         quiet, where one is wanted; else, or where that fails, destroys the jail."""
         assert made.jail is not None
         again: ReadySession | None = None
-        try:
+        with making:
             await self._quiet()  # a burst of closes is answered first
-            if not self.stopped and made.jail.whole() and len(self.ready) + self._making <= self.wanted():
+            if not self.stopped and made.jail.whole() and len(self.ready) + self._making.count <= self.wanted():
                 try:
                     again = await self._make(made.slot, made.jail)
                 except Unavailable as exc:  # the jail is killed and the slot given back
                     log.warning("a closed session's jail could not be recycled: %s", exc)
                     self.refill()
                     return
-        finally:
-            self._making -= 1
-            self._changed.set()
         if again is None:
-            self._releasing += 1
-            await self.destroy(made, released=True)
+            await self.destroy(made, self._releasing.claim())
         elif self.stopped:
             await self.destroy(again)
         else:
@@ -238,7 +270,7 @@ class SessionPool:
         """Until no OpenSession or CloseSession has come for QUIET_S, or an OpenSession waits
         for a session being made: a burst has the CPU first (making a session starts a jail
         and forks the warm interpreter)."""
-        while not self._starved and (self._opening() or time.monotonic() - self.last_request < QUIET_S):
+        while not self._starved.count and (self._opening() or time.monotonic() - self.last_request < QUIET_S):
             await asyncio.sleep(QUIET_S)
 
     async def _zygote_alive(self) -> None:
@@ -262,17 +294,16 @@ class SessionPool:
                 self.release(made)
             if self.free_slots:
                 return await self._make(self.free_slots.pop(0))
-            if not (self._releasing or self._making):
+            if not (self._releasing.count or self._making.count):
                 raise Exhausted(f"session limit reached ({limit} open)")
-            self._starved += 1  # this open waits on the sessions being made ahead
             self._changed.clear()
             waiting = asyncio.current_task()
             if waiting is not None:
                 self.waiting_opens.add(waiting)
             try:
-                await self._changed.wait()
+                with self._starved.claim():  # this open waits on the sessions being made ahead
+                    await self._changed.wait()
             finally:
-                self._starved -= 1
                 self.waiting_opens.discard(waiting)
 
     def trim(self) -> None:
@@ -293,19 +324,19 @@ class SessionPool:
         if recycle and self.recyclable(made):
             assert made.jail is not None and made.cgroup is not None
             made.cgroup.kill_all_but(made.jail.own_pids, rounds=1)  # what it started ends now, not once recycled
-            self._making += 1
-            self.spawn(self._recycle(made))
+            self.spawn(self._recycle(made, self._making.claim()))
             return
         if made.jail is not None:
             made.jail.signal_kill()
-        self._releasing += 1
-        self.spawn(self.destroy(made, released=True))
+        self.spawn(self.destroy(made, self._releasing.claim()))
 
-    async def destroy(self, made: ReadySession, released: bool = False) -> None:
+    async def destroy(self, made: ReadySession, released: Claim | None = None) -> None:
+        """Kills made's jail and gives its slot back; released: the claim of a session
+        released (its slot counted as coming back), once the server is quiet."""
         made.process.close()
         emptied = False
         try:
-            if released:
+            if released is not None:
                 await self._quiet()  # a burst of closes is answered first
             if made.jail is not None:
                 await made.jail.kill()
@@ -315,21 +346,17 @@ class SessionPool:
         except OSError as exc:
             log.warning("cleaning up the session on %s: %r", made.slot.name, exc)
         finally:
-            if released:
-                self._releasing -= 1
+            if released is not None:
+                released.end()
             await self._release_slot(made.slot, emptied)
 
     async def _release_slot(self, slot: Slot, emptied: bool = False, refill: bool = True) -> None:
         """Gives slot back once nothing runs as its uid (emptied: its jail's kill saw to it),
         and makes a session ahead on it where one is wanted (refill)."""
-        self._releasing += 1
-        try:
+        with self._releasing.claim():
             if not emptied:
                 await asyncio.get_running_loop().run_in_executor(None, kill_slot_processes, slot)
             self.free_slots.append(slot)
-        finally:
-            self._releasing -= 1
-            self._changed.set()
         if refill:
             self.refill()
 
