@@ -166,6 +166,7 @@ PROSE: list[tuple[str, str, Callable[[pytest.MonkeyPatch], object]]] = [
     ("docs/calls.md", r"`compile_memory_mb` (\d+) GB", lambda _: SETTINGS.cpp.compile_memory_mb // 1024),
     ("docs/calls.md", r"`max_compile_timeout_ms` (\d+) s", lambda _: SETTINGS.cpp.max_compile_timeout_ms // 1000),
     ("docs/configuration.md", r"slots = (\d+) ", lambda _: SETTINGS.sandbox.slots),
+    ("docs/testing.md", r"makes (\d+) slot users", lambda _: SETTINGS.sandbox.slots),
     ("docs/configuration.md", r"max_sessions = (\d+) ", lambda _: SETTINGS.sessions.max_sessions),
     ("docs/configuration.md", r"\nready = (\d+) ", lambda _: SETTINGS.sessions.ready),
 ]
@@ -187,3 +188,21 @@ def test_the_architecture_draws_every_tool():
 
     text = (ROOT / "docs" / "architecture.md").read_text()
     assert all(f"{tool.name}/" in text for tool in TOOLS)
+
+
+def test_the_readme_lists_every_outcome_of_the_contract():
+    listed = re.search(r"- Outcomes: ((?:`[A-Z_]+`[,;]?\s+)+)", (ROOT / "README.md").read_text())
+    assert listed is not None
+    assert re.findall(r"`([A-Z_]+)`", listed.group(1)) == [name for name in pb.Outcome.keys() if name != "OUTCOME_UNSPECIFIED"]
+
+
+@pytest.mark.parametrize("package", ["toolserver.cpp", "toolserver.program", "toolserver.judging", "toolserver.python"])
+def test_every_module_a_packages_docstring_names_is_there(package):
+    import importlib
+    import importlib.util
+
+    loaded = importlib.import_module(package)
+    named = re.findall(r"`([a-z_]+(?:\.[a-z_]+)*)(?:\.[A-Z]\w*)?`", loaded.__doc__ or "")
+    for name in named:
+        found = importlib.util.find_spec(name if name.startswith("toolserver.") else f"{package}.{name}")
+        assert found is not None, f"{package}'s docstring names `{name}`, which is not a module there"

@@ -2,9 +2,10 @@
 the jail on the tool's own warm zygotes.
 
 `executor.CppExecutor` is the entry point; `settings` holds [cpp] (the pinned compiler
-and flags), `programs` the launchers a call's process execs through, `compiler` the
-compile and its cache, `judge` a case's verdict, `schema` the tool as callers see it and
-`gauges` its metrics. Its zygotes run on the sandbox's own spec, with no preload and no
+and flags), `precompiled` its precompiled header, `programs` the launchers a call's
+process execs through, `schema` the tool as callers see it and `gauges` its metrics; the
+compile and its cache, the cases and a case's verdict are `toolserver.judging`'s, which
+the program tool shares. Its zygotes run on the sandbox's own spec, with no preload and no
 Python-level guard (`toolserver.zygotes.tool`): a call's process only execs the compiler
 or the program, and the jail is the boundary. The executor loads when a server builds
 the tool.

@@ -19,7 +19,7 @@ def program_schema(languages: list[str]) -> dict[str, Any]:
             "language": {"type": "string", "description": "The language of source.",
                          **({"enum": languages} if languages else {})},
             "source": {"type": "string", "description": "One source file; it reads stdin and writes stdout (Java: "
-                                                        "public class Main)."},
+                                                        "its public class, else the class with main, of any name)."},
             **CASES_PROPERTIES,
         },
         "required": ["language", "source"],
