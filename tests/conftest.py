@@ -12,6 +12,7 @@ import os
 import pwd
 import random
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -31,6 +32,32 @@ from toolserver.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = Path(Settings().sandbox.scratch_root)
+# The run's temporary files (pytest's tmp_path, TMPDIR) lie under a root of its own, made
+# under this parent at the start and removed at the end: nothing another process on the
+# machine cleans (pytest's shared /tmp/pytest-of-USER, rotated by any other run) is ours.
+SUITE_TMP_PARENT = Path(os.environ.get("TOOLSERVER_TEST_TMP", "/var/tmp"))
+SUITE_TMP_PREFIX = "toolserver-suite-"
+SUITE_ROOT = pytest.StashKey[Path]()
+# Where slots are lent: machine-wide, so that runs side by side never share a slot.
+SLOT_LOCKS = Path("/run/lock/toolserver-test-slots")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.basetemp:  # pytest's own --basetemp is the caller's choice
+        return
+    SUITE_TMP_PARENT.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix=SUITE_TMP_PREFIX, dir=SUITE_TMP_PARENT))
+    config.stash[SUITE_ROOT] = root
+    config.option.basetemp = str(root / "pytest")
+    os.environ["TMPDIR"] = str(root)  # the servers and programs the tests start
+    tempfile.tempdir = None  # tempfile reads TMPDIR again
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    root = config.stash.get(SUITE_ROOT, None)
+    if root is not None:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 class SlotRanges:
@@ -96,7 +123,7 @@ def slot_users(prefix: str, at_least: int) -> int:
 
 
 SLOTS = SlotRanges(slot_users(Settings().sandbox.user_prefix, Settings().sandbox.slots),
-                   Path(tempfile.gettempdir()) / "toolserver-test-slots")
+                   SLOT_LOCKS)
 
 
 @contextlib.contextmanager
