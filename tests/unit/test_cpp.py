@@ -156,3 +156,18 @@ async def test_a_compile_is_cached_for_its_own_caller_only():
     other = await compiler.compile("int main(){}", 1000, "b", owner="bob")  # bob learns nothing of alice's
     assert not other.cached and other.elapsed_us > 0 and CountingPool.compiles == 2
     assert (await compiler.compile("int main(){}", 1000, "c", owner="alice")).cached
+
+
+def test_both_compiled_tools_take_the_one_compile_rule():
+    """A compile's time: the call's ask, else the default, never past the most; its limits:
+    the compiler's own, the server's caps on the rest (toolserver.judging.compiler)."""
+    from toolserver.config import LimitCaps
+    from toolserver.judging.compiler import COMPILER_OUTPUT_BYTES, compile_limits, compile_timeout_ms
+
+    assert compile_timeout_ms(0, 10_000, 30_000) == 10_000
+    assert compile_timeout_ms(25_000, 10_000, 30_000) == 25_000
+    assert compile_timeout_ms(90_000, 10_000, 30_000) == 30_000
+    caps = LimitCaps()
+    limits = compile_limits(20_000, 2048, caps, address_space_mb=16384)
+    assert (limits.timeout_ms, limits.memory_mb, limits.address_space_mb) == (20_000, 2048, 16384)
+    assert limits.max_output_bytes == COMPILER_OUTPUT_BYTES and limits.max_processes == caps.max_processes

@@ -13,7 +13,6 @@ import logging
 import subprocess
 from contextlib import AsyncExitStack
 
-from sandbox.calls import CallLimits
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
 from toolserver.cpp.gauges import watch_cpp
@@ -23,7 +22,7 @@ from toolserver.cpp.schema import cpp_call_from_json, cpp_tool_spec
 from toolserver.cpp.settings import CppSettings
 from toolserver.errors import ToolUnavailable
 from toolserver.judging.cases import Run, check_call, compile_failed, judged, run_cases
-from toolserver.judging.compiler import COMPILER_OUTPUT_BYTES, Compiler
+from toolserver.judging.compiler import Compiler, compile_limits, compile_timeout_ms
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.registry import BuildContext
 from toolserver.zygotes.pool import WorkerPool
@@ -66,7 +65,7 @@ class CppExecutor(PooledTool):
         if self.pool is None or self.compiler is None:
             raise ToolUnavailable(f"the cpp tool is not available: {self.reason}")
         cpp = self.settings.section(CppSettings)
-        timeout_ms = min(call.compile_timeout_ms or cpp.compile_timeout_ms, cpp.max_compile_timeout_ms)
+        timeout_ms = compile_timeout_ms(call.compile_timeout_ms, cpp.compile_timeout_ms, cpp.max_compile_timeout_ms)
         compiled = await self.compiler.compile(call.source, timeout_ms, request_id, caller.name)
         if not compiled.ok:
             return compile_failed(request_id, compiled, "cpp")
@@ -109,13 +108,8 @@ async def build_cpp(context: BuildContext, stack: AsyncExitStack) -> CppExecutor
                                      recycle_after=cpp.recycle_after, kept_files_mb=cpp.kept_mb)
     except NoPool as exc:
         return CppExecutor(settings, None, None, name, str(exc))
-    caps = settings.limits
-    compile_limits = CallLimits(timeout_ms=cpp.compile_timeout_ms, memory_mb=cpp.compile_memory_mb,
-                                max_output_bytes=COMPILER_OUTPUT_BYTES, max_processes=caps.max_processes,
-                                max_file_mb=caps.max_file_mb, max_open_files=caps.max_open_files,
-                                max_scratch_mb=caps.max_scratch_mb)
-    executor = CppExecutor(settings, pool, Compiler(compile_step(command), pool, compile_limits, cpp.cache_mb << 20),
-                           name)
+    limits = compile_limits(cpp.compile_timeout_ms, cpp.compile_memory_mb, settings.limits)
+    executor = CppExecutor(settings, pool, Compiler(compile_step(command), pool, limits, cpp.cache_mb << 20), name)
     watch_cpp(context.metrics, executor)
     log.info("cpp: %s, %d workers", name, len(slots))
     return executor

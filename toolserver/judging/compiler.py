@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from sandbox.calls import CallLimits, CallReply, CallRequest, KeptFile
+from toolserver.config import LimitCaps
 from toolserver.zygotes.pool import WorkerPool
 
 COMPILER_OUTPUT_BYTES = 4 << 20  # the compiler's messages kept; a compiler that writes more is stopped there
@@ -35,6 +36,21 @@ class CompileStep:
     identity: str
     source_file: str
     artifact: str
+
+
+def compile_timeout_ms(asked: int, default: int, most: int) -> int:
+    """A compile's time limit: what the call asked for (0: the tool's or language's default),
+    never past the most the server allows."""
+    return min(asked or default, most)
+
+
+def compile_limits(timeout_ms: int, memory_mb: int, caps: LimitCaps, address_space_mb: int = 0) -> CallLimits:
+    """What a compile runs under: its own time and memory (the compiler's processes together),
+    the compiler's messages kept up to COMPILER_OUTPUT_BYTES, the server's caps on the rest."""
+    return CallLimits(timeout_ms=timeout_ms, memory_mb=memory_mb, max_output_bytes=COMPILER_OUTPUT_BYTES,
+                      max_processes=caps.max_processes, max_file_mb=caps.max_file_mb,
+                      max_open_files=caps.max_open_files, max_scratch_mb=caps.max_scratch_mb,
+                      address_space_mb=address_space_mb)
 
 
 COMPILE_OUTCOMES = frozenset({"OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "CRASHED"})  # what a Compiled's outcome is

@@ -23,7 +23,7 @@ from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.config import CoreSettings
 from toolserver.errors import InvalidRequest, ToolUnavailable
 from toolserver.judging.cases import Run, check_call, compile_failed, judged, run_cases
-from toolserver.judging.compiler import COMPILER_OUTPUT_BYTES, Compiler
+from toolserver.judging.compiler import Compiler, compile_limits, compile_timeout_ms
 from toolserver.policy import OPEN_POLICY, CallerPolicy
 from toolserver.program.ahead import build_ahead
 from toolserver.program.languages import Language, hidden_toolchain, load_languages, toolchain_version
@@ -118,8 +118,8 @@ class ProgramExecutor(PooledTool):
         if served.compiler is None:
             files, kept_files = {language.source_sent: call.source.encode("utf-8", errors="surrogateescape")}, {}
         else:
-            timeout_ms = min(call.compile_timeout_ms or language.compile_timeout_ms,
-                             self.settings.section(ProgramSettings).max_compile_timeout_ms)
+            timeout_ms = compile_timeout_ms(call.compile_timeout_ms, language.compile_timeout_ms,
+                                            self.settings.section(ProgramSettings).max_compile_timeout_ms)
             compiled = await served.compiler.compile(call.source, timeout_ms, request_id, caller.name)
             if not compiled.ok:
                 return compile_failed(request_id, compiled, "program")
@@ -148,13 +148,9 @@ def probe(language: Language, has_cgroups: bool) -> Served:
     return Served(language, version=version)
 
 
-def compile_limits(language: Language, settings: CoreSettings) -> CallLimits:
-    caps = settings.limits
-    return CallLimits(timeout_ms=language.compile_timeout_ms, memory_mb=language.compile_memory_mb,
-                      max_output_bytes=COMPILER_OUTPUT_BYTES, max_processes=caps.max_processes,
-                      max_file_mb=caps.max_file_mb, max_open_files=caps.max_open_files,
-                      max_scratch_mb=caps.max_scratch_mb,
-                      address_space_mb=language.address_space_mb if language.memory == "cgroup" else 0)
+def language_compile_limits(language: Language, settings: CoreSettings) -> CallLimits:
+    return compile_limits(language.compile_timeout_ms, language.compile_memory_mb, settings.limits,
+                          language.address_space_mb if language.memory == "cgroup" else 0)
 
 
 async def build_program(context: BuildContext, stack: AsyncExitStack) -> ProgramExecutor:
@@ -190,7 +186,7 @@ async def build_program(context: BuildContext, stack: AsyncExitStack) -> Program
     for served in languages:
         if served.available and served.language.compiles:
             served.compiler = Compiler(compile_step(served.language), pool,
-                                       compile_limits(served.language, settings), cache_bytes)
+                                       language_compile_limits(served.language, settings), cache_bytes)
     executor = ProgramExecutor(settings, pool, languages)
     log.info("program: %s, %d workers", executor.status(), len(slots))
     return executor
