@@ -87,7 +87,7 @@ PROCESSES = [
                                          "    a, b = Pipe()\n    p = Process(target=echo, args=(b,))\n    p.start()\n"
                                          "    a.send('through a pipe')\n    print(a.recv())\n    p.join()\n"),
     Program("proc_multiprocessing_value_array", "from multiprocessing import Array, Process, Value\n\n"
-                                                "def bump(v, a):\n    with v.get_lock():\n        v.value += 1\n    a[0] += 1\n\n"
+                                                "def bump(v, a):\n    with v.get_lock():\n        v.value += 1\n    with a.get_lock():\n        a[0] += 1\n\n"
                                                 "if __name__ == '__main__':\n    v, a = Value('i', 0), Array('i', [0, 0])\n"
                                                 "    ps = [Process(target=bump, args=(v, a)) for _ in range(3)]\n"
                                                 "    [p.start() for p in ps]\n    [p.join() for p in ps]\n    print(v.value, a[:])\n"),
