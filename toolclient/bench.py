@@ -27,7 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Mapping, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Protocol, Sequence
 
 from toolclient.bench_peers import PEER_APIS, bench_peer
 from toolclient.bench_workloads import FRESH, Program, Ran, Workload
@@ -143,7 +143,7 @@ async def bench_stream(target: str, workload: Workload, calls: int, concurrency:
     async with AsyncToolClient(target, **client_args) as client:
         await client.run_python("1")
 
-        async def requests():
+        async def requests() -> AsyncIterator[pb.ExecuteRequest]:
             for i, program in enumerate(programs):
                 await window.acquire()
                 request_id = str(i)
@@ -258,6 +258,28 @@ def median_run(runs: list[BenchResult]) -> BenchResult:
     return sorted(runs, key=lambda r: r.rate)[(len(runs) - 1) // 2]
 
 
+class ServerBench(Protocol):
+    def __call__(self, target: str, workload: Workload, calls: int, concurrency: int, **client_args: Any
+                 ) -> Coroutine[Any, Any, BenchResult]: ...
+
+
+SERVER_BENCHES: dict[str, ServerBench] = {"unary": bench_unary, "stream": bench_stream}
+Runner = Callable[[Workload, int, int], BenchResult]   # (workload, calls, concurrency) -> its run
+
+
+def server_runner(mode: str, target: str, client_args: Mapping[str, Any]) -> Runner:
+    def run(workload: Workload, calls: int, concurrency: int) -> BenchResult:
+        return asyncio.run(SERVER_BENCHES[mode](target, workload, calls, concurrency, **client_args))
+    return run
+
+
+def peer_runner(name: str, url: str, peer_calls: int) -> Runner:
+    """A peer gets peer_calls calls at each level (calls when 0), and at least one per caller."""
+    def run(workload: Workload, calls: int, concurrency: int) -> BenchResult:
+        return bench_peer_api(name, url, workload, max(peer_calls or calls, concurrency), concurrency)
+    return run
+
+
 def run_bench(target: str, workloads: Sequence[Workload], calls: int, concurrency: Sequence[int],
               baseline_calls: int, *, modes: Sequence[str] = ("unary",), repeat: int = 1,
               python: str = sys.executable, peers: Mapping[str, str] | None = None, peer_calls: int = 0,
@@ -270,11 +292,9 @@ def run_bench(target: str, workloads: Sequence[Workload], calls: int, concurrenc
     results = []
     print(f"target: {target}   {machine_cores()} CPU cores here (per core: calls/s / cores)")
     print(HEADER)
-    kinds = {"unary": bench_unary, "stream": bench_stream}
-    runners = {mode: (lambda w, n, c, mode=mode: asyncio.run(kinds[mode](target, w, n, c, **client_args)))
-               for mode in modes}
+    runners: dict[str, Runner] = {mode: server_runner(mode, target, client_args) for mode in modes}
     for name, url in (peers or {}).items():
-        runners[name] = lambda w, n, c, name=name, url=url: bench_peer_api(name, url, w, max(peer_calls or n, c), c)
+        runners[name] = peer_runner(name, url, peer_calls)
     for workload in workloads:
         for mode, runner in runners.items():
             if workload.mixed and mode in PEER_APIS and not PEER_APIS[mode].limit_per_call:

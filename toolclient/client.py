@@ -16,7 +16,7 @@ import contextlib
 import time
 import uuid
 from pathlib import Path
-from typing import Any, AsyncIterable, AsyncIterator, ClassVar, Iterable, Iterator, Sequence
+from typing import Any, AsyncIterable, AsyncIterator, Callable, ClassVar, Iterable, Iterator, Sequence, cast
 
 import grpc
 
@@ -25,6 +25,10 @@ from toolcontract.v1 import toolserver_pb2_grpc as pb_grpc
 
 RETRYABLE_CODES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED})
 OPEN_SESSION_TIMEOUT_S = 120.0  # OpenSession may wait for a session to be made: never a shorter deadline
+
+# The generated stub's constructor is untyped (grpc's plugin writes no annotations); its
+# methods are Any, so each verb below names the response type it returns.
+new_stub = cast(Callable[[Any], pb_grpc.ToolServerStub], pb_grpc.ToolServerStub)
 
 
 class ToolServerError(Exception):
@@ -127,7 +131,10 @@ def channel_credentials(tls_ca: str | None, tls_cert: str | None, tls_key: str |
     """TLS credentials from PEM files, or None for a plaintext channel."""
     if not (tls_ca or tls_cert):
         return None
-    read = lambda path: Path(path).read_bytes() if path else None  # noqa: E731
+
+    def read(path: str | None) -> bytes | None:
+        return Path(path).read_bytes() if path else None
+
     return grpc.ssl_channel_credentials(read(tls_ca), read(tls_key), read(tls_cert))
 
 
@@ -155,7 +162,7 @@ def may_retry(exc: grpc.RpcError, request: pb.ExecuteRequest) -> bool:
 
 
 def backoff_s(attempt: int) -> float:
-    return min(0.05 * 2 ** attempt, 1.0)
+    return min(0.05 * 2.0 ** attempt, 1.0)
 
 
 class Connection:
@@ -168,7 +175,7 @@ class Connection:
         self.credentials = credentials
         self.module = grpc.aio if aio else grpc
         self.channel = self.open(target)
-        self.stub = pb_grpc.ToolServerStub(self.channel)
+        self.stub = new_stub(self.channel)
         self.replicas: dict[str, tuple[Any, pb_grpc.ToolServerStub]] = {}  # address -> (channel, stub)
         self.pinned: dict[str, pb_grpc.ToolServerStub] = {}                # session_id -> its replica's stub
 
@@ -183,7 +190,7 @@ class Connection:
             return
         if session.replica not in self.replicas:
             channel = self.open(session.replica)
-            self.replicas[session.replica] = (channel, pb_grpc.ToolServerStub(channel))
+            self.replicas[session.replica] = (channel, new_stub(channel))
         self.pinned[session.session_id] = self.replicas[session.replica][1]
 
     def unpin(self, session_id: str) -> pb_grpc.ToolServerStub:
@@ -237,14 +244,15 @@ class ToolClient(ToolClientBase):
         while True:
             with translated_errors():
                 try:
-                    return stub.Execute(request, **self._call_options(timeout_s))
+                    response: pb.ExecuteResponse = stub.Execute(request, **self._call_options(timeout_s))
+                    return response
                 except grpc.RpcError as exc:
                     if not self._retries_left(exc, request, attempt):
                         raise
             attempt += 1
             time.sleep(backoff_s(attempt))
 
-    def run_python(self, code: str, **kwargs) -> pb.ExecuteResponse:
+    def run_python(self, code: str, **kwargs: Any) -> pb.ExecuteResponse:
         timeout_s = kwargs.pop("timeout_s", None)
         return self.execute(python_request(code, **kwargs), timeout_s=timeout_s)
 
@@ -270,14 +278,15 @@ class ToolClient(ToolClientBase):
 
     def server_info(self) -> pb.ServerInfo:
         with translated_errors():
-            return self.stub.GetServerInfo(pb.ServerInfoRequest(), **self._call_options())
+            info: pb.ServerInfo = self.stub.GetServerInfo(pb.ServerInfoRequest(), **self._call_options())
+        return info
 
     def open_session(self, *, memory_mb: int = 0) -> pb.Session:
         """A new session; memory_mb: what its code may add to the warm process (0: the
         server's default)."""
         with translated_errors():
-            session = self.stub.OpenSession(pb.OpenSessionRequest(limits=pb.Limits(memory_mb=memory_mb)),
-                                            **self._open_session_options())
+            request = pb.OpenSessionRequest(limits=pb.Limits(memory_mb=memory_mb))
+            session: pb.Session = self.stub.OpenSession(request, **self._open_session_options())
         self.connection.pin(session)
         return session
 
@@ -308,14 +317,15 @@ class AsyncToolClient(ToolClientBase):
         while True:
             with translated_errors():
                 try:
-                    return await stub.Execute(request, **self._call_options(timeout_s))
+                    response: pb.ExecuteResponse = await stub.Execute(request, **self._call_options(timeout_s))
+                    return response
                 except grpc.RpcError as exc:
                     if not self._retries_left(exc, request, attempt):
                         raise
             attempt += 1
             await asyncio.sleep(backoff_s(attempt))
 
-    async def run_python(self, code: str, **kwargs) -> pb.ExecuteResponse:
+    async def run_python(self, code: str, **kwargs: Any) -> pb.ExecuteResponse:
         timeout_s = kwargs.pop("timeout_s", None)
         return await self.execute(python_request(code, **kwargs), timeout_s=timeout_s)
 
@@ -345,12 +355,13 @@ class AsyncToolClient(ToolClientBase):
 
     async def server_info(self) -> pb.ServerInfo:
         with translated_errors():
-            return await self.stub.GetServerInfo(pb.ServerInfoRequest(), **self._call_options())
+            info: pb.ServerInfo = await self.stub.GetServerInfo(pb.ServerInfoRequest(), **self._call_options())
+        return info
 
     async def open_session(self, *, memory_mb: int = 0) -> pb.Session:
         with translated_errors():
-            session = await self.stub.OpenSession(pb.OpenSessionRequest(limits=pb.Limits(memory_mb=memory_mb)),
-                                                  **self._open_session_options())
+            request = pb.OpenSessionRequest(limits=pb.Limits(memory_mb=memory_mb))
+            session: pb.Session = await self.stub.OpenSession(request, **self._open_session_options())
         self.connection.pin(session)
         return session
 

@@ -10,6 +10,10 @@ intervals and units beyond simple \\text{} are compared as strings only.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sympy import Expr
 
 BOXED = ("\\boxed", "\\fbox")
 NAMES = frozenset({"sqrt", "pi", "oo", "E", "I", "log", "ln", "exp", "sin", "cos", "tan"})
@@ -67,7 +71,9 @@ def to_sympy_text(latex: str) -> str | None:
     return s
 
 
-def _parse(text: str):
+def _parse(text: str) -> Expr | None:
+    """The sympy expression of an answer, or None; a tuple such as (1,2) parses to a
+    sympy Tuple, which fails the subtraction in `_same_value` and compares unequal."""
     from sympy.parsing.sympy_parser import (
         convert_xor,
         implicit_multiplication_application,
@@ -79,9 +85,10 @@ def _parse(text: str):
         return None
     transformations = standard_transformations + (implicit_multiplication_application, convert_xor)
     try:
-        return parse_expr(source.replace("ln", "log"), transformations=transformations)
+        expr: Expr = parse_expr(source.replace("ln", "log"), transformations=transformations)
     except Exception:
         return None
+    return expr
 
 
 def _split_top(s: str) -> list[str]:
@@ -94,6 +101,10 @@ def _split_top(s: str) -> list[str]:
         else:
             cur += ch
     return parts + [cur]
+
+
+def _unbrace(s: str) -> str:
+    return s.replace("\\{", "").replace("\\}", "")
 
 
 def _same_value(a: str, b: str) -> bool:
@@ -135,8 +146,7 @@ def equivalent(pred: str, ref: str) -> bool:
         return True
     a = a.strip("()[]") if a.count(",") else a
     b = b.strip("()[]") if b.count(",") else b
-    unbrace = lambda s: s.replace("\\{", "").replace("\\}", "")
-    a_parts, b_parts = _split_top(unbrace(a)), _split_top(unbrace(b))
+    a_parts, b_parts = _split_top(_unbrace(a)), _split_top(_unbrace(b))
     if len(a_parts) != len(b_parts):
         return False
     return all(_same_value(p.strip(), q.strip()) for p, q in zip(a_parts, b_parts))

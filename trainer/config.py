@@ -12,12 +12,14 @@ import dataclasses
 import os
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from trainer.formats import FORMATS
 from trainer.rewards import REWARDS
 
 BACKENDS = ("torch", "hf", "vllm")
+
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
@@ -35,8 +37,8 @@ def read_toml(path: str | os.PathLike[str], what: str) -> dict[str, Any]:
         raise ConfigError(f"{what} {path} is not valid TOML: {exc}") from exc
 
 
-def _f(default: object, text: str) -> object:
-    """A field with its help text."""
+def _f(default: T, text: str) -> T:
+    """A field with its help text (typed as its default, which `field` stands for)."""
     return field(default=default, metadata={"help": text})
 
 

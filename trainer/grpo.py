@@ -8,12 +8,14 @@ optimiser, no data here: the caller computes logprobs and steps the optimiser.
 from __future__ import annotations
 
 import statistics
-from typing import Sequence
+from typing import Sequence, TypeVar
 
 import torch
 
+T = TypeVar("T")
 
-def _groups(values: Sequence, group_size: int) -> list[Sequence]:
+
+def _groups(values: Sequence[T], group_size: int) -> list[Sequence[T]]:
     if group_size < 1 or len(values) % group_size:
         raise ValueError(f"{len(values)} rollouts do not split into groups of {group_size}")
     return [values[i:i + group_size] for i in range(0, len(values), group_size)]

@@ -132,7 +132,7 @@ class Learner:
                                                  clip_low=self.cfg.clip_low, clip_high=self.cfg.clip_high,
                                                  ref_logprobs=reference, kl_coef=self.cfg.kl_coef)
                 weight = float(mask.sum()) / total
-                (loss * weight).backward()
+                (loss * weight).backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
                 for k, v in parts.items():
                     sums[k] = sums.get(k, 0.0) + v * weight
             metrics = {f"train/{k}": v for k, v in sums.items()}

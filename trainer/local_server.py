@@ -23,10 +23,11 @@ from toolclient.client import ToolClient, ToolServerError
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
-def wait_serving(target: str, process: subprocess.Popen, log: Path, timeout_s: float) -> None:
+def wait_serving(target: str, process: subprocess.Popen[bytes], log: Path, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     with ToolClient(target, timeout_s=5) as client:
         while time.monotonic() < deadline:

@@ -19,8 +19,12 @@ from trainer.rollout import Policy
 
 
 class TrainablePolicy(Policy, Protocol):
-    model: torch.nn.Module
     max_len: int   # longest prompt plus completion the model takes
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The module the optimiser updates (read-only here: a backend may hold a subclass)."""
+        ...
 
     def sequence_logprobs(self, model: torch.nn.Module, seqs: Sequence[Sequence[int]], temperature: float,
                           last: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:

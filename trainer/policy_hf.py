@@ -22,7 +22,7 @@ import functools
 import importlib.util
 import inspect
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence, TypeAlias, TypeVar, cast
 
 import torch
 import torch.nn.functional as F
@@ -33,7 +33,14 @@ from trainer.prefix_cache import Prefix, PrefixStore, batch_cache, row_prefix
 from trainer.rollout import Generation, StopFn
 from trainer.sampling import sample_batch
 
+if TYPE_CHECKING:
+    from peft import PeftModel
+
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+# What `HFPolicy` trains: the causal LM itself, or the LM wrapped with LoRA adapters (peft).
+CausalLM: TypeAlias = "PreTrainedModel | PeftModel"
+M = TypeVar("M", bound=torch.nn.Module)
 
 
 class HFTokenizer:
@@ -55,17 +62,20 @@ class HFTokenizer:
         self.vocab_size = len(tokenizer)
 
     def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        ids: list[int] = self.tokenizer.encode(text, add_special_tokens=False)
+        return ids
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids), skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        # One list of ids decodes to one string (a batch of lists would decode to a list).
+        return cast(str, self.tokenizer.decode(list(ids), skip_special_tokens=True,
+                                               clean_up_tokenization_spaces=False))
 
     def prompt_ids(self, text: str) -> list[int]:
         if not self.chat_template:
             return self.encode(text)
         rendered = self.tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=False,
                                                       add_generation_prompt=True)
-        return self.encode(rendered)
+        return self.encode(cast(str, rendered))  # tokenize=False: the rendered text
 
 
 def left_pad(seqs: Sequence[Sequence[int]], pad_id: int, device: torch.device
@@ -82,7 +92,7 @@ def positions(mask: torch.Tensor, width: int) -> torch.Tensor:
     return (mask.cumsum(dim=1) - 1).clamp(min=0)[:, mask.shape[1] - width:]
 
 
-def cache_argument(model: PreTrainedModel) -> str:
+def cache_argument(model: torch.nn.Module) -> str:
     """The name under which the model's forward takes and returns its KV cache:
     `past_key_values` up to transformers 5.10 (verl's pin), `cache` in later releases."""
     return "past_key_values" if "past_key_values" in inspect.signature(model.forward).parameters else "cache"
@@ -92,7 +102,7 @@ class HFPolicy:
     """`policy.TrainablePolicy` over a transformers causal LM: batched sampling with its
     KV cache, kept between a rollout's turns (`prefix_cache`)."""
 
-    def __init__(self, model: PreTrainedModel, eos_id: int, pad_id: int, *, temperature: float = 1.0,
+    def __init__(self, model: CausalLM, eos_id: int, pad_id: int, *, temperature: float = 1.0,
                  threads: int = 1, seed: int = 0, prefix_cache_tokens: int = 1 << 16) -> None:
         torch.set_num_threads(threads)
         self.model = model
@@ -102,7 +112,8 @@ class HFPolicy:
         self.device = model.device
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.max_len: int = model.config.max_position_embeddings
-        self.cache_name = cache_argument(model.get_base_model() if hasattr(model, "get_base_model") else model)
+        base_model = getattr(model, "get_base_model", None)  # a peft model's forward wraps its base model's
+        self.cache_name = cache_argument(base_model() if base_model is not None else model)
         self.prefixes = PrefixStore(prefix_cache_tokens)
         self.fed_tokens = 0        # tokens run through the model while sampling (prefill and decode)
         self.generated_tokens = 0
@@ -148,8 +159,8 @@ class HFPolicy:
             for j, prefix in zip(fresh, self._prefill([firsts[j][:-1] for j in fresh])):
                 prefixes[j] = prefix
         suffixes = [c[p.length:] if p is not None else c for c, p in zip(firsts, prefixes)]
-        ids, mask, cache = batch_cache(prefixes, suffixes, self.pad_id, self.device)
-        logits, cache = self.next_logits(ids, mask, cache)
+        ids, mask, cached = batch_cache(prefixes, suffixes, self.pad_id, self.device)
+        logits, cache = self.next_logits(ids, mask, cached)
         if len(firsts) < len(contexts):
             index = torch.tensor(owner, device=self.device)
             cache.batch_select_indices(index)
@@ -223,18 +234,27 @@ def end_of_turn_id(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -
     eos = model.generation_config.eos_token_id if model.generation_config is not None else None
     if isinstance(eos, (list, tuple)):
         eos = eos[0] if eos else None
-    return eos if eos is not None else tokenizer.eos_token_id
+    token: int | None = eos if eos is not None else tokenizer.eos_token_id
+    return token
 
 
-def with_lora(model: PreTrainedModel, rank: int, alpha: float) -> torch.nn.Module:
+def on_device(model: M, device: str) -> M:
+    """`model.to(device)`, typed as torch's `Module.to` (transformers' override is wrapped
+    by functools.wraps, which mypy does not bind as a method)."""
+    moved: M = model.to(device)
+    return moved
+
+
+def with_lora(model: PreTrainedModel, rank: int, alpha: float) -> PeftModel:
     """`model` with LoRA adapters (peft) on every linear layer, only the adapters
     trainable; no dropout, so sampling and the loss see the same function."""
     try:
         from peft import LoraConfig, get_peft_model
     except ImportError as exc:
         raise ImportError("lora_rank > 0 needs peft: pip install -e '.[hf]'") from exc
-    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear",
-                        task_type="CAUSAL_LM")
+    # peft annotates lora_alpha as int, but only ever divides by it: a float alpha is meant.
+    config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0,  # type: ignore[arg-type]
+                        target_modules="all-linear", task_type="CAUSAL_LM")
     return get_peft_model(model, config)
 
 
@@ -248,8 +268,8 @@ def load_hf_policy(path: str | Path, *, gguf_file: str | None = None, device: st
     directory, gguf_file = _model_location(path, gguf_file)
     extra = {"gguf_file": gguf_file} if gguf_file is not None else {}
     raw = AutoTokenizer.from_pretrained(directory, local_files_only=True, **extra)
-    model = AutoModelForCausalLM.from_pretrained(directory, local_files_only=True, dtype=_torch_dtype(dtype),
-                                                 **extra).to(device)
+    model = on_device(AutoModelForCausalLM.from_pretrained(directory, local_files_only=True,
+                                                           dtype=_torch_dtype(dtype), **extra), device)
     tokenizer = HFTokenizer(raw, chat_template=chat_template, eos_id=end_of_turn_id(model, raw))
     trained = with_lora(model, lora_rank, lora_alpha) if lora_rank > 0 else model
     policy = HFPolicy(trained, tokenizer.eos_id, tokenizer.pad_id, temperature=temperature, threads=threads,

@@ -50,7 +50,10 @@ class Block(nn.Module):
                 ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         b, t, d = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        heads = lambda z: z.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2)
+
+        def heads(z: torch.Tensor) -> torch.Tensor:
+            return z.view(b, t, self.n_heads, d // self.n_heads).transpose(1, 2)
+
         q, k, v = heads(q), heads(k), heads(v)
         if past is not None:
             k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)

@@ -34,11 +34,14 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Protocol, Sequence
 
 import torch
 
 from trainer.rollout import Generation, StopFn
+
+if TYPE_CHECKING:
+    from trainer.policy_hf import CausalLM, HFTokenizer
 
 GPU_EXTRA_HINT = ("the 'vllm' backend needs vLLM and a CUDA GPU: install the gpu extra with "
                   "`pip install -e '.[gpu]'` (vllm==0.32.0, torch 2.13.0) on a machine with an NVIDIA GPU")
@@ -230,14 +233,14 @@ class VLLMPolicy:
     `model` (the Hugging Face causal LM of the same checkpoint, moved to `device`), and
     copies `model`'s weights into the engine at construction and on `weights_updated`."""
 
-    def __init__(self, model_dir: str | Path, model: torch.nn.Module, *, eos_id: int, pad_id: int,
+    def __init__(self, model_dir: str | Path, model: CausalLM, *, eos_id: int, pad_id: int,
                  stop_strings: Sequence[str] = (), temperature: float = 1.0, seed: int = 0,
                  engine: VLLMEngineConfig = VLLMEngineConfig(), device: str = "cuda") -> None:
         vllm = require_vllm()
         require_cuda()
         from vllm.inputs import TokensPrompt
 
-        from trainer.policy_hf import HFPolicy
+        from trainer.policy_hf import HFPolicy, on_device
 
         self._sampling_params = vllm.SamplingParams
         self._tokens_prompt = TokensPrompt
@@ -254,7 +257,7 @@ class VLLMPolicy:
         self.llm = vllm.LLM(**engine_kwargs(model_dir, engine, seed=seed, temperature=temperature,
                                             engine_fields=fields))
         self._check_in_process()
-        self.model = model.to(device)
+        self.model = on_device(model, device)
         self._hf = HFPolicy(self.model, eos_id, pad_id, temperature=temperature,
                             threads=torch.get_num_threads(), seed=seed)
         self.max_len = min(int(self.llm.llm_engine.model_config.max_model_len), self._hf.max_len)
@@ -318,7 +321,7 @@ class VLLMPolicy:
 def load_vllm_policy(path: str | Path, *, stop_strings: Sequence[str], temperature: float = 1.0, seed: int = 0,
                      gpu_memory_utilization: float = 0.5, dtype: str = "bfloat16",
                      max_model_len: int | None = None, enable_prefix_caching: bool = True,
-                     train_dtype: str = "float32", chat_template: bool = False) -> tuple[VLLMPolicy, Any]:
+                     train_dtype: str = "float32", chat_template: bool = False) -> tuple[VLLMPolicy, HFTokenizer]:
     """A `VLLMPolicy` and its `policy_hf.HFTokenizer` from a local transformers checkpoint
     directory: the engine's copy in `dtype`, the trained copy in `train_dtype` (float32
     by default: at the usual learning rates of 1e-6 a bfloat16 weight barely moves)."""

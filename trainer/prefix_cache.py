@@ -44,9 +44,18 @@ class Prefix:
 def row_prefix(cache: Cache, row: int, real: torch.Tensor) -> Prefix:
     """Row `row` of a batch cache, only the positions where `real` (its attention mask) is 1."""
     keep = real.bool()
-    layers = cache.layers
-    return Prefix(tuple(layer.keys[row][:, keep].clone() for layer in layers),
-                  tuple(layer.values[row][:, keep].clone() for layer in layers))
+    layers = [_keys_values(layer) for layer in cache.layers]
+    return Prefix(tuple(keys[row][:, keep].clone() for keys, _ in layers),
+                  tuple(values[row][:, keep].clone() for _, values in layers))
+
+
+def _keys_values(layer: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """An attention layer's keys and values; a layer without them (linear attention, or
+    one never filled) cannot be cached as a prefix."""
+    keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
+    if not isinstance(keys, torch.Tensor) or not isinstance(values, torch.Tensor):
+        raise ValueError(f"a {type(layer).__name__} of the cache holds no keys and values to keep as a prefix")
+    return keys, values
 
 
 class PrefixStore:

@@ -125,8 +125,14 @@ async def math_reward(completions: Sequence[str], tasks: Sequence[Task], ctx: Re
     if ctx.checker is None:
         raise ValueError("math_reward needs an AnswerChecker")
     preds = [last_boxed(c) for c in completions]
-    idx = [i for i, p in enumerate(preds) if p is not None and tasks[i].answer is not None]
-    verdicts = await asyncio.to_thread(ctx.checker.check, [(preds[i], tasks[i].answer) for i in idx])
+    idx: list[int] = []
+    pairs: list[tuple[str, str]] = []
+    for i, pred in enumerate(preds):
+        answer = tasks[i].answer
+        if pred is not None and answer is not None:
+            idx.append(i)
+            pairs.append((pred, answer))
+    verdicts = await asyncio.to_thread(ctx.checker.check, pairs)
     scores: list[float | None] = [0.0] * len(completions)
     for i, ok in zip(idx, verdicts):
         scores[i] = float(ok)
@@ -141,13 +147,16 @@ def jobs_for_tests(program: str, task: Task) -> list[PythonJob]:
             for t in task.tests]
 
 
+def _lines(text: str) -> list[str]:
+    return [line.rstrip() for line in text.strip().splitlines()]
+
+
 def case_passed(test: CodeTest, result: CallResult) -> bool:
-    if not result.ok:
+    if not result.ok or result.response is None:  # ok implies an answer; the check says so to mypy
         return False
     if test.assertion:
         return True
-    lines = lambda s: [line.rstrip() for line in s.strip().splitlines()]
-    return lines(result.response.stdout) == lines(test.stdout)
+    return _lines(result.response.stdout) == _lines(test.stdout)
 
 
 async def code_reward(completions: Sequence[str], tasks: Sequence[Task], ctx: RewardContext) -> list[float | None]:

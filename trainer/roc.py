@@ -34,6 +34,10 @@ def roc_penalty(item: RocItem, *, no_tool_penalty: float = 0.5, format_penalty: 
     return tool + (format_penalty if item.format_errors else 0.0)
 
 
+def _mean(xs: list[float]) -> float:
+    return statistics.fmean(xs) if xs else 0.0
+
+
 def roc_downsample(batch: Sequence[T], group_size: int, rng: random.Random, *, no_tool_penalty: float = 0.5,
                    format_penalty: float = 1.0) -> tuple[list[T], dict[str, float]]:
     """Keep `group_size` rollouts of each group (items share `group`); returns the kept
@@ -41,7 +45,10 @@ def roc_downsample(batch: Sequence[T], group_size: int, rng: random.Random, *, n
     groups: dict[int, list[T]] = defaultdict(list)
     for item in batch:
         groups[item.group].append(item)
-    penalty = lambda it: roc_penalty(it, no_tool_penalty=no_tool_penalty, format_penalty=format_penalty)
+
+    def penalty(item: RocItem) -> float:
+        return roc_penalty(item, no_tool_penalty=no_tool_penalty, format_penalty=format_penalty)
+
     kept: list[T] = []
     for items in groups.values():
         successes = [it for it in items if it.reward is not None and it.reward >= SUCCESS]
@@ -60,14 +67,13 @@ def roc_downsample(batch: Sequence[T], group_size: int, rng: random.Random, *, n
         kept.extend(chosen)
     all_s = [it for it in batch if it.reward is not None and it.reward >= SUCCESS]
     kept_s = [it for it in kept if it.reward is not None and it.reward >= SUCCESS]
-    mean = lambda xs: statistics.fmean(xs) if xs else 0.0
     metrics = {
         "roc/groups": float(len(groups)),
         "roc/sampled": float(len(batch)),
         "roc/kept": float(len(kept)),
         "roc/success_rate_sampled": len(all_s) / len(batch) if batch else 0.0,
         "roc/success_rate_kept": len(kept_s) / len(kept) if kept else 0.0,
-        "roc/success_penalty_sampled": mean([penalty(it) for it in all_s]),
-        "roc/success_penalty_kept": mean([penalty(it) for it in kept_s]),
+        "roc/success_penalty_sampled": _mean([penalty(it) for it in all_s]),
+        "roc/success_penalty_kept": _mean([penalty(it) for it in kept_s]),
     }
     return kept, metrics

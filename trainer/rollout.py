@@ -145,7 +145,7 @@ class RolloutLoop:
 
     def _after_call(self, r: Rollout, result: CallResult) -> bool:
         r.outcomes.append(result.outcome)
-        if result.infra_error:
+        if result.infra_error or result.response is None:  # no answer is always an infra_error
             r.infra_errors += 1
             return self._observe(r, INFRA_TEXT)
         r.tool_errors += result.tool_error
@@ -169,7 +169,7 @@ class RolloutLoop:
         rollouts = [Rollout(list(p), g) for p, g in zip(prompts, groups or [0] * len(prompts))]
         ready = list(range(len(rollouts)))
         answers: asyncio.Queue[tuple[int, CallResult]] = asyncio.Queue()
-        streams: set[asyncio.Task] = set()
+        streams: set[asyncio.Task[None]] = set()
         in_flight = 0
         while ready or in_flight:
             if ready:
@@ -201,20 +201,23 @@ class RolloutLoop:
         return rollouts
 
 
+def _mean(xs: Sequence[float]) -> float:
+    return float(statistics.fmean(xs))
+
+
 def rollout_metrics(rollouts: Sequence[Rollout]) -> dict[str, float]:
     """Per-step figures of a batch of rollouts: tool use, errors, lengths, finishes."""
     if not rollouts:
         return {}
-    mean = lambda xs: float(statistics.fmean(xs))
     calls = sum(r.tool_calls for r in rollouts)
     metrics = {
-        "tool_calls_per_rollout": mean([r.tool_calls for r in rollouts]),
+        "tool_calls_per_rollout": _mean([r.tool_calls for r in rollouts]),
         "tool_error_rate": sum(r.tool_errors for r in rollouts) / calls if calls else 0.0,
         "rollout/infra_errors": float(sum(r.infra_errors for r in rollouts)),
         "rollout/format_errors": float(sum(r.format_errors for r in rollouts)),
-        "rollout/completion_tokens": mean([len(r.tokens) for r in rollouts]),
-        "rollout/generated_tokens": mean([sum(r.mask) for r in rollouts]),
+        "rollout/completion_tokens": _mean([len(r.tokens) for r in rollouts]),
+        "rollout/generated_tokens": _mean([sum(r.mask) for r in rollouts]),
     }
     for reason in ("eos", "budget", "call_limit"):
-        metrics[f"rollout/finish_{reason}"] = mean([r.finish == reason for r in rollouts])
+        metrics[f"rollout/finish_{reason}"] = _mean([r.finish == reason for r in rollouts])
     return metrics

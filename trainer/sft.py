@@ -52,7 +52,7 @@ def supervised_train(policy: TrainablePolicy, traces: Sequence[Trace], *, steps:
         for group in optimizer.param_groups:
             group["lr"] = learning_rate_at(step, steps, learning_rate, warmup)
         optimizer.zero_grad()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call]  # torch leaves Tensor.backward unannotated
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimizer.step()
         losses.append(float(loss.detach()))

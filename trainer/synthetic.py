@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import AbstractSet, Sequence
 
 from trainer.formats import ToolFormat
 from trainer.rewards import Task
@@ -53,7 +53,7 @@ KINDS = {"product": product, "modular_power": modular_power, "binomial": binomia
 DEMO_KINDS = ("product", "modular_power")
 
 
-def problems(count: int, seed: int, exclude: set[str] = frozenset(),
+def problems(count: int, seed: int, exclude: AbstractSet[str] = frozenset(),
              kinds: Sequence[str] = DEMO_KINDS) -> list[Problem]:
     """`count` distinct problems, the kinds taken in turn, none of whose questions is in `exclude`."""
     unknown = sorted(set(kinds) - KINDS.keys())

@@ -38,7 +38,8 @@ class CallResult:
     def outcome(self) -> str:
         if self.response is None:
             return "UNAVAILABLE"
-        return pb.Outcome.Name(self.response.outcome)
+        name: str = pb.Outcome.Name(self.response.outcome)
+        return name
 
     @property
     def ok(self) -> bool:

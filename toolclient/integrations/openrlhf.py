@@ -35,7 +35,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -54,11 +54,11 @@ except ImportError:
         @abstractmethod
         def __init__(self, *args: Any, **kwargs: Any) -> None: ...
 
-        async def reset(self, states: dict, **kwargs: Any) -> dict:
+        async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
             return states
 
         @abstractmethod
-        async def step(self, states: dict, **kwargs: Any) -> dict: ...
+        async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]: ...
 
     class MultiTurnAgentExecutor:  # type: ignore[no-redef]
         """Stand-in for openrlhf.utils.agent.MultiTurnAgentExecutor, which runs the turns."""
@@ -66,13 +66,25 @@ except ImportError:
         def __init__(self, agent_instance_cls: type) -> None:
             self.agent_instance_cls = agent_instance_cls
 
-        async def execute(self, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, images=None):
+        async def execute(self, prompt: Any, label: Any, sampling_params: Any, max_length: int, hf_tokenizer: Any,
+                          llm_engine: Any, images: Any = None) -> dict[str, Any]:
             raise NotImplementedError("OpenRLHF's MultiTurnAgentExecutor runs the turns: install openrlhf")
 
 
 ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 RESPONSE = "<tool_response>\n{text}\n</tool_response>"
 FEEDBACK = "\n<|im_start|>user\n{responses}<|im_end|>\n<|im_start|>assistant\n"  # after the model's <|im_end|>
+
+class AgentStep(TypedDict):
+    """What `AgentInstance.step` answers OpenRLHF (the keys its executor reads)."""
+
+    rewards: np.float64              # OpenRLHF calls .item() on it
+    scores: float
+    environment_feedback: str        # added to the token stream as it is
+    done: bool
+    sampling_params: Any             # the states' own, handed back
+    extra_logs: dict[str, Any]       # numbers, made tensors of
+
 
 _EPISODES: ContextVar[list["AgentInstance"]] = ContextVar("toolserver_openrlhf_episodes")
 
@@ -83,7 +95,7 @@ def tool_calls(action: str) -> list[ToolCall]:
     return hermes_calls(action) or fenced_calls(action)
 
 
-class AgentInstance(AgentInstanceBase):
+class AgentInstance(AgentInstanceBase):  # type: ignore[misc]  # openrlhf, where installed, is untyped
     """One sample's episode."""
 
     max_turns = 8
@@ -97,10 +109,10 @@ class AgentInstance(AgentInstanceBase):
         if episodes is not None:
             episodes.append(self)
 
-    async def reset(self, states: dict, **kwargs: Any) -> dict:
+    async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return {"observation": states["observation"]}
 
-    async def step(self, states: dict, **kwargs: Any) -> dict[str, Any]:
+    async def step(self, states: dict[str, Any], **kwargs: Any) -> AgentStep:
         self.turns += 1
         action = states["action_text"]
         calls = tool_calls(action)
@@ -147,7 +159,7 @@ class AgentInstance(AgentInstanceBase):
                 pass
 
 
-class AgentExecutor(MultiTurnAgentExecutor):
+class AgentExecutor(MultiTurnAgentExecutor):  # type: ignore[misc]  # openrlhf, where installed, is untyped
     """OpenRLHF's multi-turn executor over `AgentInstance`, closing the instances each
     `execute` made (OpenRLHF drops them, sessions and all, when the token budget runs out)."""
 
@@ -158,7 +170,8 @@ class AgentExecutor(MultiTurnAgentExecutor):
         episodes: list[AgentInstance] = []
         token = _EPISODES.set(episodes)
         try:
-            return await super().execute(*args, **kwargs)
+            result: dict[str, Any] = await super().execute(*args, **kwargs)
+            return result
         finally:
             _EPISODES.reset(token)
             for episode in episodes:

@@ -55,7 +55,7 @@ def in_background(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run_coroutine_threadsafe(coro, _loop).result()
 
 
-class FleetToolGroup(ToolGroup):
+class FleetToolGroup(ToolGroup):  # type: ignore[misc]  # skyrl_gym ships no type information
     """A tool group whose tools are calls to the fleet, counted in `stats`."""
 
     def __init__(self, name: str, config: FleetConfig, stats: CallStats | None = None) -> None:
@@ -95,7 +95,7 @@ class ToolServerPythonToolGroup(FleetToolGroup):
         self.session_id = ""
         super().__init__("ToolServerPythonToolGroup", config, stats)
 
-    @tool
+    @tool  # type: ignore[untyped-decorator]  # skyrl_gym's tool: a descriptor that binds like a method
     def python(self, code: str, stdin: str = "") -> str:
         return self.answer("python", {"code": code, "stdin": stdin})
 
@@ -120,7 +120,7 @@ class ToolServerSearchToolGroup(FleetToolGroup):
     def __init__(self, config: FleetConfig = FleetConfig(), stats: CallStats | None = None) -> None:
         super().__init__("ToolServerSearchToolGroup", config, stats)
 
-    @tool
+    @tool  # type: ignore[untyped-decorator]  # skyrl_gym's tool: a descriptor that binds like a method
     def search(self, query: str, top_k: int = 0, index: str = "") -> str:
         arguments = {"query": query, "top_k": top_k, "index": index}
         return self.answer("search", {name: value for name, value in arguments.items() if value})
@@ -132,7 +132,7 @@ class ToolServerLeanToolGroup(FleetToolGroup):
     def __init__(self, config: FleetConfig = FleetConfig(), stats: CallStats | None = None) -> None:
         super().__init__("ToolServerLeanToolGroup", config, stats)
 
-    @tool
+    @tool  # type: ignore[untyped-decorator]  # skyrl_gym's tool: a descriptor that binds like a method
     def lean(self, code: str, header: str = "", statement: str = "") -> str:
         arguments = {"code": code, "header": header, "statement": statement}
         return self.answer("lean", {name: value for name, value in arguments.items() if value})
@@ -151,11 +151,13 @@ def answer_matches(action: str, ground_truth: Any) -> float:
     if answer is None or ground_truth is None:
         return 0.0
     target = ground_truth.get("target") if isinstance(ground_truth, Mapping) else ground_truth
+    if target is None:  # {"target": None} or a mapping without one: nothing to match
+        return 0.0
     targets = [str(target)] if isinstance(target, (str, int, float)) else [str(t) for t in target]
     return float(em_check(answer, targets))
 
 
-class ToolServerEnv(BaseTextEnv):
+class ToolServerEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl_gym ships no type information
     """One episode of a model that calls the server's tools (python, search and lean through
     the groups above, any other tool of the contract statelessly). A turn's calls are Hermes
     `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks (any number) or
@@ -200,7 +202,7 @@ class ToolServerEnv(BaseTextEnv):
             if call.name not in TOOL_NAMES:
                 return f"no tool named {call.name!r}; the tools are {', '.join(sorted(TOOL_NAMES))}"
             return self.others.answer(call.name, call.arguments)
-        group = next(group for group in self.tool_groups if group.name == group_name)
+        group: FleetToolGroup = next(group for group in self.tool_groups if group.name == group_name)
         return group.answer(call.name, call.arguments)
 
     def close(self) -> None:

@@ -138,7 +138,7 @@ class ToolServerTool(BaseTool):
             return self._instance_sessions[instance_id]
         lock = _SESSION_LOCKS.setdefault(agent_data, asyncio.Lock())
         async with lock:  # a turn's parallel calls open one session, not one each
-            session_id = agent_data.extra_fields.get(SESSION_KEY)
+            session_id: str | None = agent_data.extra_fields.get(SESSION_KEY)
             if not session_id:
                 session_id = await self.calls.open_session()
                 agent_data.extra_fields[SESSION_KEY] = session_id
@@ -256,7 +256,8 @@ async def case_results(code: str, cases: dict[str, Any], calls: FleetCalls, time
     return [case_result(response, str(expected)) for response, expected in zip(responses, cases["outputs"])]
 
 
-async def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+async def compute_score(data_source: str, solution_str: str, ground_truth: Any,
+                        extra_info: dict[str, Any] | None = None,
                         *, target: str = "127.0.0.1:50051", token: str | None = None, timeout_s: float = 10.0,
                         memory_mb: int = 0, **_: Any) -> dict[str, Any]:
     """verl's `custom_reward_function` for code with test cases: score 1.0 when every case

@@ -10,6 +10,8 @@ bearer token (and TOOLSERVER_TIMEOUT_S, TOOLSERVER_MAX_OUTPUT_CHARS, ...: one va
 
 from __future__ import annotations
 
+from typing import Any
+
 from verl.tools.function_tool import function_tool
 
 from toolclient.client import ToolServerError
@@ -17,7 +19,7 @@ from toolclient.integrations.calls import FleetConfig, fleet_calls
 from toolcontract.answer_text import answer_text
 
 
-async def call(tool: str, arguments: dict) -> str:
+async def call(tool: str, arguments: dict[str, Any]) -> str:
     config = FleetConfig.from_environ()
     try:
         return answer_text(await fleet_calls(config).call(tool, arguments), config.max_output_chars)
