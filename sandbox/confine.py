@@ -27,6 +27,16 @@ import os
 import platform
 import struct
 
+# No typing or __future__ import: either would show in the sys.modules of every program run
+# here. Names only the type checker needs are imported for it, in annotations as strings.
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    from typing import Any
+
+    # (kind, operands...): ("label", name), ("ld", offset), ("and", k), ("ret", k), ("jmp", label),
+    # ("jeq" or "jge", k, label if true, label if false; None falls through)
+    Instruction = tuple[Any, ...]
+
 PR_SET_NO_NEW_PRIVS = 38
 SECCOMP_SET_MODE_FILTER = 1
 SECCOMP_FILTER_FLAG_TSYNC = 1
@@ -62,16 +72,16 @@ SYSCALLS = {
 I386_REFUSED = (102, 359, 360, 117, 395, 393, 399, 277, 425, 426, 427)
 
 
-def statement(code, k, jt=0, jf=0):
+def statement(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("HBBI", code, jt, jf, k)
 
 
-def filter_program(machine):
+def filter_program(machine: str) -> bytes:
     """The BPF program for machine (platform.machine()), as bytes of sock_filter."""
     if machine not in SYSCALLS:
         raise OSError(f"no seccomp filter is defined for {machine}")
     arch, socket_nr, socketpair_nr, refused, _ = SYSCALLS[machine]
-    program = []
+    program: list[Instruction] = []
     emit = program.append
     # Each block below jumps to ALLOW or REFUSE, which end the program; jumps are
     # resolved once every instruction is in place.
@@ -111,21 +121,23 @@ def filter_program(machine):
     return assemble(program)
 
 
-def assemble(program):
+def assemble(program: "list[Instruction]") -> bytes:
     """Resolves labels into relative jumps; a None target falls through."""
-    positions, index = {}, 0
+    positions: dict[str, int] = {}
+    index = 0
     for item in program:
         if item[0] == "label":
             positions[item[1]] = index
         else:
             index += 1
-    out, index = [], 0
+    out: list[bytes] = []
+    index = 0
     for item in program:
         kind = item[0]
         if kind == "label":
             continue
 
-        def offset(target):
+        def offset(target: "str | None") -> int:
             return 0 if target is None else positions[target] - index - 1
 
         if kind == "ld":
@@ -150,7 +162,7 @@ class SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def apply():
+def apply() -> None:
     """Installs the filter on every thread of this process, for good; raises OSError."""
     machine = platform.machine()
     code = filter_program(machine)

@@ -50,6 +50,17 @@ import re
 import sys
 import types
 
+# No typing or __future__ import: either would show in the sys.modules of every program run
+# here. Names only the type checker needs are imported for it, in annotations as strings.
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+    from typing import Any, NoReturn
+
+    # sys.modules names to drop, and (namespace, attribute, stand-in) edits: plan_removal's
+    Removal = tuple[list[str], list[tuple[dict[str, Any], str, object]]]
+    AuditHook = Callable[[str, tuple[Any, ...]], None]
+
 PROC_MEMORY = re.compile(r"^/(proc/(self|thread-self|\d+)(/task/\d+)?/(mem|pagemap)|proc/kcore|dev/(k?mem|port))$")
 DENIED_EVENT_PREFIXES = ("socket.", "subprocess.", "ctypes.", "pty.", "os.exec", "os.posix_spawn", "os.spawn")
 DENIED_EVENTS = frozenset({
@@ -86,28 +97,28 @@ DENIALS = (ImportDenied, ActionDenied)
 class DeniedModule(types.ModuleType):
     """Stands where another module kept a reference to a denied module."""
 
-    def __getattr__(self, attribute):
+    def __getattr__(self, attribute: str) -> "NoReturn":
         raise ImportDenied(f"module {self.__name__!r} is not allowed in the sandbox")
 
 
-def top_level(name):
+def top_level(name: str) -> str:
     return name.partition(".")[0]
 
 
-def is_denied(name, denied):
+def is_denied(name: object, denied: "Collection[str]") -> bool:
     """Whether a module name (or any part of it) names a denied module: an extension
     loaded as `pkg._ctypes` still runs `_ctypes`' init."""
     return isinstance(name, str) and any(part in denied for part in name.split("."))
 
 
-def denied_function(module, name):
-    def refuse(*args, **kwargs):
+def denied_function(module: str, name: str) -> "Callable[..., NoReturn]":
+    def refuse(*args: object, **kwargs: object) -> "NoReturn":
         raise ActionDenied(f"{module}.{name} is not allowed in the sandbox")
     refuse.__name__ = name
     return refuse
 
 
-def load_before_removal():
+def load_before_removal() -> None:
     """Loads the standard modules that import a denied module when they load, so that a
     profile that denies it still lets them import (they refuse on use)."""
     for name in LOAD_BEFORE_REMOVAL:
@@ -117,14 +128,14 @@ def load_before_removal():
             pass
 
 
-def plan_removal(denied):
+def plan_removal(denied: "Collection[str]") -> "Removal":
     """What dropping the denied modules from this process takes: their names in
     sys.modules, and (namespace, attribute, stand-in) for every reference another module
     keeps to one of them or to one of their functions. Found once, where the modules were
     loaded (a zygote after its preloads); applied by `apply_removal`."""
     names = sorted(name for name in sys.modules if is_denied(name, denied))
     gone = {id(sys.modules[name]) for name in names}
-    edits = []
+    edits: list[tuple[dict[str, Any], str, object]] = []
     for module in list(sys.modules.values()):
         namespace = getattr(module, "__dict__", None)
         if not isinstance(namespace, dict):
@@ -137,7 +148,7 @@ def plan_removal(denied):
     return names, edits
 
 
-def apply_removal(plan):
+def apply_removal(plan: "Removal") -> None:
     names, edits = plan
     for name in names:
         sys.modules.pop(name, None)
@@ -145,21 +156,21 @@ def apply_removal(plan):
         namespace[attribute] = stand_in
 
 
-def importer_is_callers_code(depth):
+def importer_is_callers_code(depth: int) -> bool:
     """Whether the frame depth levels up, past the import machinery, is the call's own code."""
-    frame = sys._getframe(depth + 1)
+    frame: types.FrameType | None = sys._getframe(depth + 1)
     while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(IMPORT_MACHINERY):
         frame = frame.f_back
     return frame is not None and frame.f_globals.get("__name__") == "__main__"
 
 
-def create_builtin(spec):
+def create_builtin(spec: object) -> types.ModuleType:
     """Stands for `_imp.create_builtin`: the module is made by the audit hook, which alone
     holds the original, so that a denied builtin module cannot be made afresh."""
     name = getattr(spec, "name", None)
     if type(name) is not str:
         raise TypeError("create_builtin needs a spec with a str name")
-    made = []
+    made: list[types.ModuleType | BaseException] = []
     sys.audit(CREATE_BUILTIN, name, made)
     if not made:
         raise ImportDenied(f"import of {name!r} is not allowed in the sandbox")
@@ -168,12 +179,13 @@ def create_builtin(spec):
     return made[0]
 
 
-def builtin_maker(original, denied, busy):
+def builtin_maker(original: "Callable[[Any], types.ModuleType]", denied: "Collection[str]",
+                  busy: "list[bool]") -> "AuditHook":
     """An audit hook that makes builtin modules for create_builtin. It never raises (a
     traceback would show its frame), and while it runs, frames cannot be walked."""
     namespace = types.SimpleNamespace
 
-    def make(event, args):
+    def make(event: str, args: "tuple[Any, ...]") -> None:
         if event != CREATE_BUILTIN or len(args) != 2 or type(args[0]) is not str or type(args[1]) is not list:
             return
         name, made = args
@@ -189,14 +201,17 @@ def builtin_maker(original, denied, busy):
     return make
 
 
-def install_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=None):
+def install_guard(allowed: "Iterable[str] | None", denied: "Iterable[str]", writable_dirs: "Iterable[str]",
+                  refuse_actions: bool = True, not_offered: "Callable[[str], object] | None" = None) -> None:
     """Installs a profile's guard in this process, for good."""
     install = make_guard(allowed, denied, writable_dirs, refuse_actions, not_offered)
     if install is not None:
         install()
 
 
-def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=None, missing=None):
+def make_guard(allowed: "Iterable[str] | None", denied: "Iterable[str]", writable_dirs: "Iterable[str]",
+               refuse_actions: bool = True, not_offered: "Callable[[str], object] | None" = None,
+               missing: "Iterable[str] | None" = None) -> "Callable[[], None] | None":
     """A profile's guard made ready to install: returns the function that installs it in
     the process that calls it, for good, or None when the profile refuses nothing and
     nothing is to be rerouted. A zygote makes its guards once, after its preloads and
@@ -221,24 +236,26 @@ def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=
     original_import_module = importlib.import_module
     removal = plan_removal(denied) if denied else None
     own_pid = os.getpid()  # set again when installed: the pid of the call's process
-    busy = []
+    busy: list[bool] = []
 
     missing = None if missing is None else frozenset(missing)
 
-    def check_offered(name):
+    def check_offered(name: object) -> None:
         if not_offered is None or not isinstance(name, str):
             return
         if (top_level(name) not in offered) if missing is None else (top_level(name) in missing):
             not_offered(name)
 
-    def check_name(name, from_callers_code):
+    def check_name(name: str, from_callers_code: bool) -> None:
         check_offered(name)
         if is_denied(name, denied):
             raise ImportDenied(f"import of {name!r} is not allowed in the sandbox")
         if allowed is not None and from_callers_code and top_level(name) not in allowed:
             raise ImportDenied(f"import of {name!r} is not allowed in the sandbox (not on the allow-list)")
 
-    def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    def guarded_import(name: str, globals: "Mapping[str, object] | None" = None,
+                       locals: "Mapping[str, object] | None" = None, fromlist: "Sequence[str] | None" = (),
+                       level: int = 0) -> types.ModuleType:
         if level == 0:
             if isinstance(globals, dict):
                 check_name(name, globals.get("__name__") == "__main__")
@@ -246,18 +263,18 @@ def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=
                 check_name(name, importer_is_callers_code(1))
         return original_import(name, globals, locals, fromlist, level)
 
-    def guarded_import_module(name, package=None):
+    def guarded_import_module(name: str, package: "str | None" = None) -> types.ModuleType:
         if not name.startswith("."):
             check_name(name, importer_is_callers_code(1))
         return original_import_module(name, package)
 
     class DenyFinder:
         @staticmethod
-        def find_spec(name, path=None, target=None):
+        def find_spec(name: str, path: object = None, target: object = None) -> None:
             check_name(name, allowed is not None and importer_is_callers_code(1))
             return None
 
-    def audit(event, args):
+    def audit(event: str, args: "tuple[Any, ...]") -> None:
         if event == "import":
             if args:
                 check_offered(args[0])
@@ -283,7 +300,7 @@ def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=
         elif event in DENIED_EVENTS or (event.startswith(DENIED_EVENT_PREFIXES) and event not in ALLOWED_SOCKET_EVENTS):
             raise ActionDenied(f"{event} is not allowed in the sandbox")
 
-    def check_signal(event, args):
+    def check_signal(event: str, args: "tuple[Any, ...]") -> None:
         """Signals to the process itself (an interrupt, a timer) or to its own group pass;
         to anyone else (the worker, another call) they are refused."""
         if event == "signal.pthread_kill":
@@ -298,14 +315,14 @@ def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=
             return
         raise ActionDenied(f"{event} of another process is not allowed in the sandbox")
 
-    def check_open(args):
+    def check_open(args: "tuple[Any, ...]") -> None:
         path = args[0] if args else None
         if isinstance(path, bytes):
             path = os.fsdecode(path)
         if isinstance(path, str) and PROC_MEMORY.match(os.path.realpath(path)):
             raise ActionDenied(f"opening {path} is not allowed in the sandbox")
 
-    def check_marshal():
+    def check_marshal() -> None:
         """Bytecode may come only from the import system reading a module's .pyc that
         does not lie in a writable directory: never from the caller's own bytes."""
         frame = sys._getframe(2)
@@ -315,13 +332,13 @@ def make_guard(allowed, denied, writable_dirs, refuse_actions=True, not_offered=
                 or not isinstance(path, str) or os.path.realpath(path).startswith(writable)):
             raise ActionDenied("loading bytecode with marshal is not allowed in the sandbox")
 
-    imp = sys.modules["_imp"]
+    imp: Any = sys.modules["_imp"]  # a module whose create_builtin install() replaces
     maker = builtin_maker(imp.create_builtin, denied, busy) if denied else None
 
-    def install():
+    def install() -> None:
         nonlocal own_pid
         own_pid = os.getpid()
-        if maker is not None:
+        if maker is not None and removal is not None:  # both made, or neither: where something is denied
             apply_removal(removal)
             sys.addaudithook(maker)
             imp.create_builtin = create_builtin

@@ -21,7 +21,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from sandbox.calls import CallReply, CallRequest, reply_frame_bytes
 from sandbox.cgroups import MemoryCgroup
@@ -129,11 +129,20 @@ def confined_program(spec: ZygoteSpec, program: list[str]) -> list[str]:
     return [spec.interpreter, "-I", "-c", bootstrap, *program]
 
 
+class SpawnIdentity(TypedDict, total=False):
+    """Whom a jailed program runs as: the slot's uid and gid and no other groups; empty where
+    the server is not root or the slot's uid is 0 (it runs as the server)."""
+
+    user: int
+    group: int
+    extra_groups: list[int]
+
+
 async def spawn_jailed(spec: ZygoteSpec, slot: Slot, program: list[str], pass_fds: tuple[int, ...] = (),
                        **kwargs: Any) -> asyncio.subprocess.Process:
     """Starts program in slot's jail, as slot's uid when the server is root; pass_fds
     reach it under the same numbers, and no other descriptor of the server's does."""
-    identity: dict[str, Any] = {}
+    identity: SpawnIdentity = {}
     if running_as_root() and slot.uid != 0:
         identity = {"user": slot.uid, "group": slot.gid, "extra_groups": []}
     return await asyncio.create_subprocess_exec(
@@ -280,7 +289,8 @@ class JailedProcess:
             make_mounts_private(self.inside)
         self.private_dirs = tuple(path for path in spec.jail.private_dirs if is_own_mount(self.inside, path))
         if spec.jail.home_mb and running_as_root():
-            for path in (self.slot.scratch, *self.private_dirs):
+            tmpfs_paths: tuple[str | Path, ...] = (self.slot.scratch, *self.private_dirs)
+            for path in tmpfs_paths:
                 cap_tmpfs(self.inside, path, spec.jail.home_mb, spec.jail.home_files)
 
     def enlist_tree(self, rounds: int = 50) -> None:

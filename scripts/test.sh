@@ -15,10 +15,10 @@ VENV_BIN="${TOOLSERVER_VENV:-/opt/toolserver/venv}/bin"
 # The lint and type gates (their configuration: [tool.ruff] and [tool.mypy] in pyproject.toml).
 echo "test.sh: ruff check"
 "$VENV_BIN/ruff" check .
-echo "test.sh: mypy (strict on the contract, the settings and the sandbox's wire)"
+echo "test.sh: mypy --strict over toolserver, sandbox, toolclient, toolcontract and trainer"
 "$VENV_BIN/mypy"
 status=0
-"$VENV_BIN/python" -m pytest -q -ra "$@" || status=$?
+"$VENV_BIN/python" -m pytest -q -ra --durations=40 "$@" || status=$?
 if [ "$status" -eq 5 ]; then
   echo "test.sh: pytest collected no tests" >&2
   exit 1

@@ -17,6 +17,13 @@ import resource
 
 from sandbox.inside.frames import write_all
 
+# No typing or __future__ import: either would show in the sys.modules of every program run
+# here. Names only the type checker needs are imported for it, in annotations as strings.
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    from types import FrameType
+    from typing import Any, NoReturn
+
 READ_CHUNK = 65536
 # Every rlimit: the launcher hands over each as it has it then, as an exec'd program would inherit
 # them (what call_process.set_limits and the launcher set among them).
@@ -29,8 +36,8 @@ class StartedAhead:
     directories the spec names are made there (a class path it reads as it starts, which
     the call then fills)."""
 
-    def __init__(self, spec, home):
-        self.directories = []
+    def __init__(self, spec: "dict[str, Any]", home: str) -> None:
+        self.directories: list[str] = []
         environment = dict(os.environ)
         environment.update({name: value.replace("{cwd}", home) for name, value in spec["environment"].items()})
         read, self.stdin = os.pipe()
@@ -48,25 +55,25 @@ class StartedAhead:
         finally:
             os.close(read)
 
-    def alive(self):
+    def alive(self) -> bool:
         """Whether it still runs; one that ended is reaped here."""
         try:
             return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
         except ChildProcessError:
             return False
 
-    def forget(self):
+    def forget(self) -> None:
         """Lets go of one that ended before its call came, and takes its directories away:
         the call finds its working directory as a call without it does."""
         os.close(self.stdin)
         os.close(self.pidfd)
         self.remove_directories()
 
-    def remove_directories(self):
+    def remove_directories(self) -> None:
         for name in reversed(self.directories):
             os.rmdir(name)
 
-    def hand_over(self, first_line):
+    def hand_over(self, first_line: str) -> "NoReturn":
         """Runs the call on it: the limits this process has now, then first_line and this
         process's stdin on its stdin; ends as it ends (its exit status, or its signal).
         The zygote's time-out signal (SIGXCPU) is passed on to it. Never returns."""
@@ -91,7 +98,7 @@ class StartedAhead:
             os.kill(os.getpid(), signum)
         os._exit(os.waitstatus_to_exitcode(status))
 
-    def pass_on(self, signum, frame):
+    def pass_on(self, signum: int, frame: "FrameType | None") -> None:
         try:
             _signal.pidfd_send_signal(self.pidfd, signum)
         except ProcessLookupError:

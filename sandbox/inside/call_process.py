@@ -8,11 +8,19 @@ import resource
 
 from sandbox.inside.program import flush_std, shut_down_interpreter
 
+# No typing or __future__ import: either would show in the sys.modules of every program run
+# here. Names only the type checker needs are imported for it, in annotations as strings.
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from types import FrameType
+    from typing import Any, NoReturn
+
 READ_CHUNK = 65536
 REAL_EXIT = os._exit  # a call's process replaces os._exit by the zygote's exit_flushed
 
 
-def set_limits(request, baseline_kb):
+def set_limits(request: "Mapping[str, Any]", baseline_kb: int) -> None:
     """The call's rlimits: its memory above the zygote's own address space (baseline_kb)
     (its address_space_mb where it has one), CPU seconds a second past its wall time,
     processes, file size, open files, no core."""
@@ -30,9 +38,9 @@ def set_limits(request, baseline_kb):
         resource.setrlimit(which, (value, value))
 
 
-def read_request(fd):
+def read_request(fd: int) -> "Any":
     """The request the zygote wrote to fd, whole (it closes its end after it)."""
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         data = os.read(fd, READ_CHUNK)
         if not data:
@@ -41,7 +49,7 @@ def read_request(fd):
     return json.loads(b"".join(chunks))
 
 
-def offer_to_oom_killer():
+def offer_to_oom_killer() -> None:
     """Makes this call's processes the OOM killer's first choice, before the zygote, when
     they fill their slot's memory cgroup (raising one's own score needs no privilege)."""
     try:
@@ -56,7 +64,7 @@ def offer_to_oom_killer():
         os.close(fd)
 
 
-def close_fds_except(keep):
+def close_fds_except(keep: "Iterable[int]") -> None:
     low = 3
     for fd in sorted(keep):
         os.closerange(low, fd)
@@ -64,7 +72,7 @@ def close_fds_except(keep):
     os.closerange(low, 1024)
 
 
-def point_stdin_at(text):
+def point_stdin_at(text: "str | None") -> None:
     """fd 0 reads text, then end of file; without text it stays the zygote's /dev/null."""
     if not text:
         return
@@ -75,7 +83,7 @@ def point_stdin_at(text):
     os.close(stdin_fd)
 
 
-def flush_and_die(signum, frame):
+def flush_and_die(signum: int, frame: "FrameType | None") -> None:
     """SIGXCPU in a call's process (its CPU limit, or the zygote at the wall-time limit):
     writes out what the program printed, then ends by that signal."""
     flush_std()
@@ -83,7 +91,7 @@ def flush_and_die(signum, frame):
     os.kill(os.getpid(), signum)
 
 
-def finish(result, code, result_w):
+def finish(result: "dict[str, Any]", code: int, result_w: int) -> "NoReturn":
     """Ends the call's process as `python3` ends (`program.shut_down_interpreter`); then
     reports the result and exits with the program's status."""
     shut_down_interpreter()

@@ -10,11 +10,11 @@ class CallCgroup:
     choice), and each call's cap is set before it runs. Without descriptors (no memory
     cgroups), nothing."""
 
-    def __init__(self, fds):
+    def __init__(self, fds: "dict[str, int]") -> None:
         self.fds = fds
-        self.cap_mb = None  # unknown: as the host made it, no cap
+        self.cap_mb: int | None = None  # unknown: as the host made it, no cap
 
-    def enlist(self, pid):
+    def enlist(self, pid: int) -> None:
         """Moves process pid into the cgroup; a zygote that cannot ends (fail closed: the
         call would run without its cap), and the host replaces it."""
         if "procs" in self.fds:
@@ -23,7 +23,7 @@ class CallCgroup:
             except OSError as exc:
                 raise SystemExit(f"cannot move the call's process into its memory cgroup: {exc}")
 
-    def cap(self, megabytes):
+    def cap(self, megabytes: int) -> None:
         """Caps the memory the call's processes may use together. memory+swap must stay at
         least memory: raised first, lowered last. A cap the kernel cannot reclaim down to
         now is refused, and the last one stays."""

@@ -5,10 +5,16 @@ import os
 import shutil
 import signal
 
+# No typing or __future__ import: either would show in the sys.modules of every program run
+# here. Names only the type checker needs are imported for it, in annotations as strings.
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 REAP_ROUNDS = 200
 
 
-def kill_everything_else():
+def kill_everything_else() -> None:
     """SIGKILLs every process this uid can signal in the jail and reaps them all.
 
     The zygote is a child subreaper, so double-forked daemons are its children too;
@@ -28,7 +34,7 @@ def kill_everything_else():
                 continue
 
 
-def wipe(directory):
+def wipe(directory: str) -> None:
     """Removes everything under directory, whatever permissions the call left."""
     try:
         entries = list(os.scandir(directory))
@@ -52,11 +58,11 @@ def wipe(directory):
             pass
 
 
-def tmpfs_directories(directories):
+def tmpfs_directories(directories: "Iterable[str]") -> "list[str]":
     """Those of directories on a tmpfs, where a directory's size counts its entries: one
     whose size is its empty size holds nothing (a call cannot fake it), and need not be
     wiped."""
-    tmpfs_devices = set()
+    tmpfs_devices: set[int] = set()
     with open("/proc/self/mountinfo") as mounts:
         for line in mounts:
             fields, _, rest = line.partition(" - ")
@@ -66,9 +72,9 @@ def tmpfs_directories(directories):
     return [directory for directory in directories if os.stat(directory).st_dev in tmpfs_devices]
 
 
-def distinct_filesystems(directories):
+def distinct_filesystems(directories: "Iterable[str]") -> "tuple[str, ...]":
     """One directory of each filesystem among directories (those that exist)."""
-    seen = {}
+    seen: dict[int, str] = {}
     for directory in directories:
         try:
             seen.setdefault(os.stat(directory).st_dev, directory)
@@ -77,7 +83,7 @@ def distinct_filesystems(directories):
     return tuple(seen.values())
 
 
-def bytes_used(directories):
+def bytes_used(directories: "Iterable[str]") -> int:
     """Bytes in use on the filesystems of directories (one each: `distinct_filesystems`)."""
     used = 0
     for directory in directories:

@@ -8,8 +8,14 @@ import stat
 from sandbox.inside.frames import write_all
 from sandbox.inside.program import PROGRAM_FILE
 
+# No typing or __future__ import: either would show in the sys.modules of every program run
+# here. Names only the type checker needs are imported for it, in annotations as strings.
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
-def write_program(home, code):
+
+def write_program(home: str, code: str) -> None:
     """Writes the call's code where `python3 main.py` would find it: main.py in the
     working directory. The zygote writes it as its call's process waits for its request
     (there the same work faults in more of the pages it shares with the zygote)."""
@@ -20,14 +26,14 @@ def write_program(home, code):
         os.close(fd)
 
 
-def inside_home(name):
+def inside_home(name: str) -> "str | None":
     """The real path of name in the home, or None where it resolves outside it."""
     home = os.path.realpath(os.environ.get("HOME", "/"))
     path = os.path.realpath(os.path.join(home, name))
     return path if path.startswith(home + os.sep) else None
 
 
-def write_file(name, data):
+def write_file(name: str, data: bytes) -> None:
     """Writes data to name (a path relative to the home), parents made."""
     path = inside_home(name)
     if path is None:
@@ -37,23 +43,24 @@ def write_file(name, data):
         out.write(data)
 
 
-def write_files(files):
+def write_files(files: "Mapping[str, str]") -> None:
     """Writes the call's files (base64 by relative path) into its home."""
     for name, text in files.items():
         write_file(name, base64.b64decode(text))
 
 
-def write_kept_files(kept, held, sent):
+def write_kept_files(kept: "Mapping[str, str]", held: "Mapping[str, bytes]", sent: "Mapping[str, str]") -> None:
     """Writes the call's kept files (a key by relative path): the bytes the zygote held
     when it forked this process, or those that came with the request (base64 by key)."""
     for name, key in kept.items():
         write_file(name, held[key] if key in held else base64.b64decode(sent[key]))
 
 
-def fetch_files(names, budget):
+def fetch_files(names: "Iterable[str]", budget: int) -> "tuple[dict[str, str], bool]":
     """The named regular files under the home, base64 by name, while their sizes fit in
     budget bytes together; returns them and whether one was left out for the budget."""
-    found, left_out = {}, False
+    found: dict[str, str] = {}
+    left_out = False
     for name in names:
         path = inside_home(name)
         if path is None:

@@ -5,15 +5,16 @@ import os
 import struct
 
 
-def write_all(fd, data):
+def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
 
 
-def read_exactly(fd, size):
+def read_exactly(fd: int, size: int) -> "bytes | None":
     """size bytes from fd, or None at end of file (pipes return short reads)."""
-    chunks, remaining = [], size
+    chunks: list[bytes] = []
+    remaining = size
     while remaining:
         data = os.read(fd, min(remaining, 1 << 20))
         if not data:
@@ -23,12 +24,12 @@ def read_exactly(fd, size):
     return b"".join(chunks)
 
 
-def send_frame(fd, message):
+def send_frame(fd: int, message: object) -> None:
     data = json.dumps(message).encode()
     write_all(fd, struct.pack(">I", len(data)) + data)
 
 
-def read_frame(fd):
+def read_frame(fd: int) -> "bytes | None":
     """The bytes of the next frame, or None at end of file."""
     header = read_exactly(fd, 4)
     if header is None:

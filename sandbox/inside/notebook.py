@@ -23,6 +23,16 @@ import tempfile
 import tokenize
 import types
 
+# No typing or __future__ import: either would show in the sys.modules of every program run
+# here. Names only the type checker needs are imported for it, in annotations as strings.
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    from typing import Any
+
+    Shell = Any  # IPython's InteractiveShell (SessionShell below): IPython has no type information
+    Display = tuple[str, Any, Any]  # (kind, data by MIME type, metadata), as IPython publishes them
+    Bundle = dict[str, Any]  # a display for the wire (sandbox.calls.Display)
+
 # Bundle types whose data is bytes: base64 text in a bundle, as nbformat keeps them.
 BINARY_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp", "application/pdf"})
 DISPLAY_KINDS = ("display_data", "execute_result")
@@ -37,7 +47,7 @@ SCRIPT_DIRECTORY = ".session-cells"  # in the session's temp directory, made at 
 KEPT_NAMES = frozenset({"__builtins__", "__name__", "__doc__", "__package__", "__loader__", "__spec__", "_dh"})
 
 
-def ends_with_semicolon(source):
+def ends_with_semicolon(source: str) -> bool:
     """Whether the cell's last token (comments and blank lines aside) is `;`: IPython then
     shows no value for it."""
     skipped = (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.ENDMARKER, tokenize.INDENT,
@@ -52,14 +62,16 @@ def ends_with_semicolon(source):
     return last is not None and last.type == tokenize.OP and last.string == ";"
 
 
-def wire_bundle(kind, data, metadata):
+def wire_bundle(kind: str, data: object, metadata: object) -> "Bundle | None":
     """A display as the host reads it (sandbox.calls.Display), or None where nothing of it
     is of that shape: a MIME type's name has a `/` and at most MAX_MIME_NAME characters,
     its data is text (bytes of the binary types as base64, JSON as its text), at most
     MAX_MIME_TYPES of them; the metadata is a JSON object. A type an object's own repr
     method got wrong (a `_repr_png_` that returns what is not an image's bytes) is left out,
     so that no cell's object can make the host doubt the session."""
-    types_kept = {}
+    if not isinstance(data, dict):  # CellDisplays refuses one; a cell may still put one in its list
+        return None
+    types_kept: dict[str, str] = {}
     for mime, value in data.items():
         if not isinstance(mime, str) or "/" not in mime or len(mime) > MAX_MIME_NAME:
             continue
@@ -83,7 +95,7 @@ def wire_bundle(kind, data, metadata):
     return {"kind": kind, "data": types_kept, "metadata": metadata}
 
 
-def make_shell():
+def make_shell() -> "Shell | None":
     """IPython's shell, made in the session zygote before it forks (every session shares its
     pages until it writes them: made in each session it would cost ~12 MB of each), over a
     placeholder module until a session binds it (`Notebook`); its displays go to the list
@@ -96,25 +108,27 @@ def make_shell():
     except ImportError:
         return None
 
-    class CellDisplays(DisplayPublisher):
-        def __init__(self, **kwargs):
+    class CellDisplays(DisplayPublisher):  # type: ignore[misc]  # IPython's classes are Any to the checker
+        def __init__(self, **kwargs: "Any") -> None:
             super().__init__(**kwargs)
-            self.displays = []
+            self.displays: list[Display] = []
 
-        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+        def publish(self, data: "Any", metadata: "Any" = None, source: "Any" = None, *, transient: "Any" = None,
+                    update: bool = False, **kwargs: "Any") -> None:
+            self._validate_data(data, metadata)  # as a kernel's publisher: a bundle that is no dict is a TypeError
             self.displays.append(("display_data", data, metadata or {}))
 
-        def clear_output(self, wait=False):
+        def clear_output(self, wait: bool = False) -> None:
             self.displays.clear()
 
-    class SessionShell(InteractiveShell):
-        def enable_gui(self, gui=None):
+    class SessionShell(InteractiveShell):  # type: ignore[misc]  # IPython's classes are Any to the checker
+        def enable_gui(self, gui: "str | None" = None) -> None:
             """A session has no GUI loop: `%matplotlib inline` is the only backend that shows."""
 
-        def _ipython_dir_changed(self, change):
+        def _ipython_dir_changed(self, change: "Any") -> None:
             """No IPython directory is made: nothing of the shell's lies on any disk."""
 
-        def system(self, cmd):
+        def system(self, cmd: str) -> "Any":
             """`!cmd` and `%pip`: the command runs in the session's jail on its streams,
             after what the cell printed so far."""
             for stream in (sys.stdout, sys.stderr):
@@ -127,7 +141,7 @@ def make_shell():
     shell = SessionShell.instance(user_module=types.ModuleType("__main__"), config=config, profile_dir=ProfileDir(),
                                   ipython_dir="/nonexistent")
     shell.display_pub = CellDisplays(shell=shell)
-    builtins.get_ipython = shell.get_ipython
+    setattr(builtins, "get_ipython", shell.get_ipython)  # a builtin, as in a kernel
     if importlib.util.find_spec("matplotlib_inline") is not None:  # figures show inline, as in a kernel:
         try:                                                        # pyplot imported and switched here
             shell.enable_matplotlib("inline")
@@ -136,7 +150,7 @@ def make_shell():
     return shell
 
 
-def bind_shell(shell, main):
+def bind_shell(shell: "Shell", main: types.ModuleType) -> None:
     """Makes main the shell's namespace, with only KEPT_NAMES of the shell's names in it."""
     before = set(main.__dict__)
     shell.init_create_namespaces(user_module=main)
@@ -157,10 +171,10 @@ class CellScript:
     preparation data: the cells' functions and classes are found, and, as under python3,
     what a cell does outside `if __name__ == "__main__":` runs again in the child."""
 
-    def __init__(self, main):
+    def __init__(self, main: types.ModuleType) -> None:
         self.main = main
-        self.cells = []
-        self.running = None
+        self.cells: list[str] = []
+        self.running: str | None = None
         self.path = os.path.join(tempfile.gettempdir(), SCRIPT_DIRECTORY, "main.py")
         try:
             import multiprocessing.spawn as spawn
@@ -168,7 +182,7 @@ class CellScript:
             return
         original = spawn.get_preparation_data
 
-        def preparation_data(name):
+        def preparation_data(name: str) -> "dict[str, Any]":
             data = original(name)
             if sys.modules.get("__main__") is self.main and not {"init_main_from_name", "init_main_from_path"} & set(data):
                 data["init_main_from_path"] = self.write()
@@ -176,16 +190,16 @@ class CellScript:
 
         spawn.get_preparation_data = preparation_data
 
-    def write(self):
+    def write(self) -> str:
         os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         with open(self.path, "w", encoding="utf-8") as script:
             script.write("\n".join([*self.cells, *([self.running] if self.running is not None else [])]))
         return self.path
 
-    def start(self, source):
+    def start(self, source: str) -> None:
         self.running = source
 
-    def end(self, ran_to_its_end):
+    def end(self, ran_to_its_end: bool) -> None:
         if ran_to_its_end and self.running is not None:
             self.cells.append(self.running)
         self.running = None
@@ -195,40 +209,40 @@ class Notebook:
     """The notebook side of a session's cells: IPython's shell (or none), the bundles the
     running cell displayed, and the cells as a script (`CellScript`)."""
 
-    def __init__(self, main, shell):
+    def __init__(self, main: types.ModuleType, shell: "Shell | None") -> None:
         """shell: make_shell's, made before the session was forked (None: no IPython)."""
         self.shell = shell
-        self.displays = [] if shell is None else shell.display_pub.displays
+        self.displays: list[Display] = [] if shell is None else shell.display_pub.displays
         if shell is not None:
             bind_shell(shell, main)
         self.script = CellScript(main)
 
-    def rewritten(self, code):
+    def rewritten(self, code: str) -> "str | None":
         """IPython's rewrite of a cell python3 cannot compile (its magics, `!` commands and
         `?` become calls of the shell's), or None where there is no shell or the rewrite
         does not compile either."""
         if self.shell is None:
             return None
         try:
-            source = self.shell.transform_cell(code)
+            source: str = self.shell.transform_cell(code)
             compile(source, "<cell>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
         except Exception:
             return None
         return source
 
-    def start_cell(self):
+    def start_cell(self) -> None:
         self.displays.clear()
         if self.shell is not None:
             self.shell.events.trigger("pre_execute")
 
-    def end_cell(self, ran_to_its_end):
+    def end_cell(self, ran_to_its_end: bool) -> None:
         """What a kernel does after each cell: figures drawn in it are shown (and closed).
         A cell that ran to its end stays in the cells' script."""
         self.script.end(ran_to_its_end)
         if self.shell is not None:
             self.shell.events.trigger("post_execute")
 
-    def show(self, value, text):
+    def show(self, value: object, text: str) -> None:
         """Adds the cell's value as its execute_result, with its rich forms where it has
         them; text is its repr (the value the answer carries, and its text/plain)."""
         if self.shell is None:
@@ -239,7 +253,7 @@ class Notebook:
             data, metadata = {}, {}
         self.displays.append(("execute_result", {**data, "text/plain": text}, metadata))
 
-    def usage_error(self, exc):
+    def usage_error(self, exc: BaseException) -> "str | None":
         """What IPython prints for a magic used wrong (a name it does not know, an option
         it does not take): one line, no traceback; None for any other exception."""
         if self.shell is None:
@@ -248,11 +262,12 @@ class Notebook:
 
         return f"UsageError: {exc}\n" if isinstance(exc, UsageError) else None
 
-    def taken(self, cap):
+    def taken(self, cap: int) -> "tuple[list[Bundle], bool]":
         """The cell's displays for the wire, in order, as long as they fit in cap bytes of
         JSON together and MAX_DISPLAYS in number (whole bundles: one that does not fit is
         left out); and whether one was left out."""
-        taken, size, cut = [], 0, False
+        taken: list[Bundle] = []
+        size, cut = 0, False
         for kind, data, metadata in self.displays:
             try:
                 bundle = wire_bundle(kind, data, metadata)

@@ -9,13 +9,20 @@ import re
 import signal
 import traceback
 
+# No typing or __future__ import: either would show in the sys.modules of every program run
+# here. Names only the type checker needs are imported for it, in annotations as strings.
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
 # A Python MemoryError (or a subclass: numpy's _ArrayMemoryError) in a failed call's last
 # output; not the JVM's OutOfMemoryError, whose "unable to create native thread" is the
 # process cap's refusal (a Java program's memory is judged by its language's own markers).
 PYTHON_MEMORY_ERROR = re.compile(r"(?<!OutOf)MemoryError")
 
 
-def wall_time_exceeded(timeout_ms):
+def wall_time_exceeded(timeout_ms: int) -> str:
     """A call's error when it ran past its wall time."""
     return f"wall time limit of {timeout_ms} ms exceeded"
 
@@ -23,13 +30,13 @@ def wall_time_exceeded(timeout_ms):
 class Capture:
     """Bytes read from one pipe, kept up to a cap; the rest is read and dropped."""
 
-    def __init__(self, cap):
+    def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.chunks = []
+        self.chunks: list[bytes] = []
         self.size = 0
         self.truncated = False
 
-    def feed(self, data):
+    def feed(self, data: bytes) -> None:
         room = self.cap - self.size
         if len(data) > room:
             self.truncated = True
@@ -38,11 +45,11 @@ class Capture:
             self.chunks.append(data)
             self.size += len(data)
 
-    def text(self):
+    def text(self) -> str:
         return b"".join(self.chunks).decode("utf-8", errors="replace")
 
 
-def raised(exc, denials):
+def raised(exc: BaseException, denials: "tuple[type[BaseException], ...]") -> "dict[str, str]":
     """What an exception a program let out says of its end: its kind (memory, denied or
     error: the guard's denials are denied) and its error line. A call's process and a
     session's cell both report their end so (`program_end` reads it)."""
@@ -54,7 +61,7 @@ def raised(exc, denials):
     return {"kind": "error", "error": line}
 
 
-def program_end(result, exit_code, memory_mb):
+def program_end(result: "Mapping[str, Any]", exit_code: int, memory_mb: int) -> "tuple[str, str]":
     """The outcome and error of a program that ended on its own (no limit the zygote or
     the host watches tripped), from what it reported (its kind and error) and its exit
     status: the one table for calls and sessions' cells."""
@@ -70,10 +77,12 @@ def program_end(result, exit_code, memory_mb):
     return "OK", ""
 
 
-def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=False, over_output=False):
+def classify(request: "Mapping[str, Any]", status: "int | None", timed_out: bool, elapsed: float, out: Capture,
+             err: Capture, res: Capture, over_scratch: bool = False, over_output: bool = False) -> "dict[str, Any]":
     """The result frame of a call (the host reads it as sandbox.calls.CallReply): out, err
     and res are the Captures of its stdout, stderr and result pipes, status its wait status
     (None where it was not reaped)."""
+    reply: dict[str, Any]  # declared apart: tests/unit/test_zygote.py reads the keys of this assignment
     reply = {
         "id": request["id"],
         "stdout": out.text(),
@@ -98,8 +107,9 @@ def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=Fa
         reply["exit_code"] = os.WEXITSTATUS(status)
     elif os.WIFSIGNALED(status):
         reply["exit_code"] = -os.WTERMSIG(status)
-    signalled = status is not None and os.WIFSIGNALED(status)
-    if signalled and os.WTERMSIG(status) == signal.SIGINT and result.get("kind") == "error":
+    sig = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else 0  # 0: not ended by a signal
+    signalled = sig != 0
+    if signalled and sig == signal.SIGINT and result.get("kind") == "error":
         signalled = False  # an uncaught KeyboardInterrupt, reported: python3 then ends by SIGINT
     if result.get("kind") == "reroute" and not (timed_out or over_scratch or signalled):
         reply["outcome"] = "REROUTE"
@@ -116,7 +126,6 @@ def classify(request, status, timed_out, elapsed, out, err, res, over_scratch=Fa
         reply["outcome"] = "TIMEOUT"
         reply["error"] = wall_time_exceeded(request["timeout_ms"])
     elif signalled:
-        sig = os.WTERMSIG(status)
         if sig == signal.SIGXCPU or (sig == signal.SIGKILL and elapsed * 1000 >= request["timeout_ms"]):
             reply["outcome"] = "TIMEOUT"
             reply["error"] = "CPU time limit exceeded"

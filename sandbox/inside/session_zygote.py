@@ -40,12 +40,10 @@ configuration, token or caller data: its memory is every session's.
 Frames: a 4-byte big-endian length and a JSON object.
 """
 
-import ast
 import ctypes
 import gc
 import inspect
 import json
-import linecache
 import os
 import resource
 import signal
@@ -61,7 +59,7 @@ from sandbox.inside.frames import read_frame as read_frame_bytes
 from sandbox.inside.frames import send_frame, write_all
 from sandbox.inside.notebook import Notebook, ends_with_semicolon, make_shell
 from sandbox.inside.outcome import program_end, raised
-from sandbox.inside.program import exit_status, program_traceback
+from sandbox.inside.program import exit_status, program_traceback, split_last_expression
 from sandbox.inside.warm import (
     collapse_heap_into_huge_pages,
     forget_library,
@@ -70,6 +68,15 @@ from sandbox.inside.warm import (
     text_streams,
     vm_size_kb,
 )
+
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Sequence
+    from typing import Any
+
+    JsonObject = dict[str, Any]  # a frame's object, as json reads and writes it
+    JAIL_CONFIG: "JsonObject"  # the config the host sent: defined by the bootstrap before this source runs
 
 CLONE_NEWPID = 0x20000000
 # The holder's namespaces a session joins, all at once through its pidfd (Linux 5.8+): IPC,
@@ -89,70 +96,236 @@ class SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def check(result, what):
+def check(result: int, what: str) -> None:
     if result != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def read_frame(fd):
+def read_frame(fd: int) -> "JsonObject | None":
     """The next frame's object, or None at end of file."""
     payload = read_frame_bytes(fd)
-    return None if payload is None else json.loads(payload)
+    if payload is None:
+        return None
+    frame: "JsonObject" = json.loads(payload)
+    return frame
 
 
-# ---- the zygote (root, on the host)
+class SessionZygote:
+    """The session zygote's state, all of it: what every session needs of the zygote (the
+    jail's seccomp layer, the guard, IPython's shell), the exit pipes of the live sessions
+    and the zygote's own pid namespace; and, in a session's process (a copy of it after the
+    fork), its notebook, whether a call's code runs and the event loop its cells await on."""
 
-def reap():
-    """Reaps ended sessions, each one's wait status written on its exit pipe."""
-    while True:
+    # Set by zygote_main before it forks: from the sources the host sent (sandbox/confine.py,
+    # sandbox/guard.py), and make_shell's (None where the runtime has no IPython).
+    confine: types.ModuleType
+    guard: types.ModuleType
+    shell: object
+    notebook: "Notebook"  # in a session: made before it waits for a caller
+
+    def __init__(self) -> None:
+        self.exit_pipes: dict[int, int] = {}  # in the zygote: a live session's pid -> the write end of its exit pipe
+        self.own_pid_namespace = -1  # in the zygote: its own pid namespace, where its children are born
+                                     # between sessions
+        self.in_call = False  # in a session: whether a call's code runs
+        # In a session: the loop its cells' top-level awaits run on, once one has.
+        self.event_loop: "asyncio.AbstractEventLoop | None" = None
+
+    # ---- the zygote (root, on the host)
+
+    def reap(self) -> None:
+        """Reaps ended sessions, each one's wait status written on its exit pipe."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            exit_pipe = self.exit_pipes.pop(pid, None)
+            if exit_pipe is not None:
+                try:
+                    os.write(exit_pipe, struct.pack(">i", status))
+                except OSError:
+                    pass
+                os.close(exit_pipe)
+
+    def fork_session(self, request: "JsonObject", fds: dict[str, int]) -> tuple[int, int]:
+        """Forks a session into the jail whose holder's pidfd is fds['holder'], or, without one
+        (a server run without a sandbox), here; returns a pidfd of it, and its host pid."""
+        holder = fds.get("holder")
+        if holder is not None:
+            check(LIBC.setns(holder, CLONE_NEWPID), "joining the jail's pid namespace")
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # no reaping before the pidfd
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        exit_pipe = EXIT_PIPES.pop(pid, None)
-        if exit_pipe is not None:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+                    self.become_session(request, fds)
+                except BaseException:  # nothing of a failed child may run on: the host sees it end
+                    traceback.print_exc()
+                finally:
+                    os._exit(70)
+            if "exit" in fds:  # before SIGCHLD is unblocked: the status of a child that ended at once is written too
+                self.exit_pipes[pid] = os.dup(fds["exit"])
             try:
-                os.write(exit_pipe, struct.pack(">i", status))
-            except OSError:
-                pass
-            os.close(exit_pipe)
-
-
-def fork_session(request, fds):
-    """Forks a session into the jail whose holder's pidfd is fds['holder'], or, without one
-    (a server run without a sandbox), here; returns a pidfd of it, and its host pid."""
-    holder = fds.get("holder")
-    if holder is not None:
-        check(LIBC.setns(holder, CLONE_NEWPID), "joining the jail's pid namespace")
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})  # no reaping before the pidfd
-    try:
-        pid = os.fork()
-        if pid == 0:
-            try:
-                signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-                become_session(request, fds)
-            except BaseException:  # nothing of a failed child may run on: the host sees it end
-                traceback.print_exc()
+                return os.pidfd_open(pid), pid
             finally:
-                os._exit(70)
-        if "exit" in fds:  # before SIGCHLD is unblocked: the status of a child that ended at once is written too
-            EXIT_PIPES[pid] = os.dup(fds["exit"])
-        try:
-            return os.pidfd_open(pid), pid
+                if holder is not None:
+                    check(LIBC.setns(self.own_pid_namespace, CLONE_NEWPID), "returning to the zygote's pid namespace")
         finally:
-            if holder is not None:
-                check(LIBC.setns(OWN_PID_NAMESPACE, CLONE_NEWPID), "returning to the zygote's pid namespace")
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+    # ---- a session's process: joining its jail (still root), then serving calls (as its slot)
+
+    def become_session(self, request: "JsonObject", fds: dict[str, int]) -> None:
+        if "cgroup" in fds:  # the slot's memory cgroup, before anything of the jail's
+            os.write(fds["cgroup"], b"0")
+        filters = join_jail(fds["holder"], request["uid"]) if "holder" in fds else None
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(fds["stdout"], 1)
+        os.dup2(fds["stderr"], 2)
+        os.dup2(fds["control"], CONTROL_FD)
+        os.closerange(CONTROL_FD + 1, 1 << 16)
+        if filters is not None:
+            drop_privileges(request, filters)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["home"])
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's reaper would take the code's children
+        signal.signal(signal.SIGINT, self.interrupt_call)
+        self.session_main(request)
+
+    def interrupt_call(self, signum: int, frame: types.FrameType | None) -> None:
+        """The host's SIGINT: a call past its time ends with KeyboardInterrupt; one that comes
+        once the call is over is dropped."""
+        if self.in_call:
+            raise KeyboardInterrupt
+
+    def session_main(self, request: "JsonObject") -> None:
+        self.confine.apply()
+        empty_writable_places(request["writable"])
+        main = types.ModuleType("__main__")
+        main.__dict__["__builtins__"] = __builtins__
+        sys.modules["__main__"] = main
+        sys.argv = [""]
+        sys.path[0:0] = [""]
+        text_streams()
+        self.notebook = Notebook(main, self.shell)
+        send_frame(CONTROL_FD, {"waiting": True})
+        start = read_frame(CONTROL_FD)  # a caller's OpenSession: sandbox.calls.SessionStart
+        if start is None:
+            return
+        memory_mb: int = start.get("memory_mb") or 0
+        if memory_mb:
+            limit = (vm_size_kb() << 10) + memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        guard = start.get("guard")
+        if guard is not None:
+            module = self.guard
+            if guard["denied"]:
+                module.load_before_removal()
+            module.install_guard(guard["allowed"], guard["denied"], tuple(request["writable"]), guard["refuse_actions"])
+        send_frame(CONTROL_FD, {"serving": True, "pid": os.getpid(), "uid": os.getuid()})
+        number = 0
+        while True:
+            call = read_frame(CONTROL_FD)  # sandbox.calls.CellRequest
+            if call is None:
+                return
+            number += 1
+            send_frame(CONTROL_FD, self.run_call(main, call, number, memory_mb))
+
+    def compile_cell(self, code: str, filename: str) -> tuple[str, types.CodeType, types.CodeType | None]:
+        """(source, statements, last expression) of a cell: as python3 compiles it, or, where it
+        cannot, as IPython rewrites its notebook syntax (else python3's SyntaxError stands)."""
+        try:
+            body, last = split_last_expression(code, filename, cell=True)
+        except (SyntaxError, ValueError):
+            source = self.notebook.rewritten(code)
+            if source is None:
+                raise
+            return (source, *split_last_expression(source, filename, cell=True))
+        self.notebook.script.start(code)
+        return code, body, last
+
+    def evaluate(self, code: types.CodeType, namespace: "dict[str, Any]") -> object:
+        """Runs code in namespace; a cell with a top-level await runs on the session's own
+        event loop, kept from cell to cell, as a notebook's does."""
+        result = eval(code, namespace)
+        if code.co_flags & inspect.CO_COROUTINE:
+            import asyncio
+
+            if self.event_loop is None or self.event_loop.is_closed():
+                self.event_loop = asyncio.new_event_loop()
+            result = self.event_loop.run_until_complete(result)
+        return result
+
+    def run_call(self, main: types.ModuleType, call: "JsonObject", number: int, memory_mb: int) -> "JsonObject":
+        """Runs a cell and answers as a zygote answers a call (the host reads it as a
+        sandbox.calls.CallReply): its outcome from the zygote's own table, the repr of its last
+        expression as the value (none after a trailing `;`), what it displayed as MIME bundles
+        (`notebook.py`). The host reads its output from the session's pipes, and names what
+        only it knows (an interrupt it sent, output past the cap, memory its cgroup refused).
+        While the code runs, SIGINT raises KeyboardInterrupt where the code is, as python3's
+        own handler does (the session's drops one that comes between cells)."""
+        result: "JsonObject"
+        result, exit_code, value, value_cut, ran_to_its_end = {"kind": "ok"}, 0, "", False, False
+        filename = f"<cell {number}>"
+        self.in_call = True
+        try:
+            feed_stdin(call.get("stdin", ""))
+            self.notebook.start_cell()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            try:
+                source, body, last = self.compile_cell(call["code"], filename)
+                self.evaluate(body, main.__dict__)
+                if last is not None:
+                    evaluated = self.evaluate(last, main.__dict__)
+                    if evaluated is not None and not ends_with_semicolon(source):
+                        main.__dict__["_"] = evaluated
+                        text = repr(evaluated)
+                        cap = call.get("value_chars", 1 << 20)
+                        value, value_cut = text[:cap], len(text) > cap
+                        self.notebook.show(evaluated, value)
+                ran_to_its_end = True
+            except SystemExit as exc:
+                exit_code = exit_status(exc)  # as python3 exits: non-int codes printed, the status & 0xFF
+                if exit_code:
+                    result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
+            except BaseException as exc:
+                tb = exc.__traceback__
+                while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+                    tb = tb.tb_next
+                usage = self.notebook.usage_error(exc)
+                sys.stderr.write(usage or "".join(
+                    traceback.format_exception(type(exc), exc, program_traceback(exc, tb))))
+                result, exit_code = raised(exc, self.guard.DENIALS), 1
+            self.notebook.end_cell(ran_to_its_end)
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+        except KeyboardInterrupt:  # in the session's own steps, before or after the code
+            result, exit_code = {"kind": "error", "error": "KeyboardInterrupt"}, 1
+        finally:
+            signal.signal(signal.SIGINT, self.interrupt_call)
+            self.in_call = False
+        outcome, error = program_end(result, exit_code, memory_mb)
+        displays, displays_cut = self.notebook.taken(call.get("display_bytes", 0))
+        return {"id": call.get("id"), "outcome": outcome, "error": error[:4096], "exit_code": exit_code,
+                "value": value, "truncated": value_cut or displays_cut, "displays": displays}
 
 
-def zygote_main(config):
+def zygote_main(config: "JsonObject") -> None:
     forget_library()
+    zygote = SessionZygote()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGCHLD, lambda signum, frame: reap())
+    signal.signal(signal.SIGCHLD, lambda signum, frame: zygote.reap())
     LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # dies with the server
     control = socket.socket(fileno=config["control_fd"])
     out = os.dup(1)
@@ -161,18 +334,16 @@ def zygote_main(config):
     os.dup2(null, 1)
     os.close(null)
     loaded, failed = preload(config.get("preload", ()))
-    global SESSION_CONFIG
-    SESSION_CONFIG = {"confine": load_source("confine", config["confine_source"]),
-                      "guard": load_source("guard", config["guard_source"]),
-                      "shell": make_shell()}
+    zygote.confine = load_source("confine", config["confine_source"])
+    zygote.guard = load_source("guard", config["guard_source"])
+    zygote.shell = make_shell()
     gc.collect()
     huge_mb = collapse_heap_into_huge_pages() if config.get("huge_pages", True) else 0
     gc.freeze()
     send_frame(out, {"ready": True, "pid": os.getpid(), "preloaded": loaded, "preload_failed": failed,
                             "huge_pages_mb": huge_mb})
     os.close(out)
-    global OWN_PID_NAMESPACE
-    OWN_PID_NAMESPACE = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    zygote.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     while True:  # one request a message (a SOCK_SEQPACKET socket), with the session's descriptors:
         data, fds, _, _ = socket.recv_fds(control, 1 << 16, 6)  # control, stdout, stderr, exit, holder, cgroup
         if not data:
@@ -183,7 +354,7 @@ def zygote_main(config):
             names = request.get("descriptors", ())
             if len(fds) != len(names) or not {"control", "stdout", "stderr"} <= set(names):
                 raise OSError(f"a session needs its descriptors {names}, {len(fds)} came")
-            pidfd, pid = fork_session(request, dict(zip(names, fds)))
+            pidfd, pid = zygote.fork_session(request, dict(zip(names, fds)))
             session = [pidfd]
             reply = {"id": request["id"], "pid": pid}
         except OSError as exc:
@@ -198,30 +369,9 @@ def zygote_main(config):
                 os.close(fd)
 
 
-# ---- a session's process: joining its jail (still root), then serving calls (as its slot)
+# ---- a session's process: the steps that need none of its state
 
-def become_session(request, fds):
-    if "cgroup" in fds:  # the slot's memory cgroup, before anything of the jail's
-        os.write(fds["cgroup"], b"0")
-    filters = join_jail(fds["holder"], request["uid"]) if "holder" in fds else None
-    os.setsid()
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(fds["stdout"], 1)
-    os.dup2(fds["stderr"], 2)
-    os.dup2(fds["control"], CONTROL_FD)
-    os.closerange(CONTROL_FD + 1, 1 << 16)
-    if filters is not None:
-        drop_privileges(request, filters)
-    os.environ.clear()
-    os.environ.update(request["env"])
-    os.chdir(request["home"])
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the zygote's reaper would take the code's children
-    signal.signal(signal.SIGINT, interrupt_call)
-    session_main(request)
-
-
-def join_jail(holder, uid):
+def join_jail(holder: int, uid: int) -> list[bytes]:
     """Joins the jail of the process the pidfd holder holds: its IPC, UTS, network and
     mount namespaces, and its root directory; returns the jail's seccomp filters, read
     through that root from outside before joining. The jail is the slot uid's, made ahead
@@ -241,7 +391,7 @@ def join_jail(holder, uid):
     return filters
 
 
-def pidfd_pid(pidfd):
+def pidfd_pid(pidfd: int) -> int:
     """The pid, in this process's pid namespace, of the process pidfd holds."""
     with open(f"/proc/self/fdinfo/{pidfd}") as info:
         for line in info:
@@ -250,7 +400,7 @@ def pidfd_pid(pidfd):
     raise OSError("the jail's holder has ended")
 
 
-def jail_filters(root, owners):
+def jail_filters(root: int, owners: tuple[int, ...]) -> list[bytes]:
     """The compiled seccomp filters firejail made for the jail whose root directory is the
     descriptor root: files below that root that only their owner, one of owners, may write."""
     filters = [read_root_file(root, path.lstrip("/"), owners)
@@ -260,7 +410,7 @@ def jail_filters(root, owners):
     return filters
 
 
-def read_root_file(root, path, owners):
+def read_root_file(root: int, path: str, owners: tuple[int, ...]) -> bytes:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=root)
     try:
         info = os.fstat(fd)
@@ -272,14 +422,7 @@ def read_root_file(root, path, owners):
         os.close(fd)
 
 
-def interrupt_call(signum, frame):
-    """The host's SIGINT: a call past its time ends with KeyboardInterrupt; one that comes
-    once the call is over is dropped."""
-    if IN_CALL:
-        raise KeyboardInterrupt
-
-
-def drop_privileges(request, filters):
+def drop_privileges(request: "JsonObject", filters: list[bytes]) -> None:
     """What firejail does to a process it starts in the jail, for one joining it: its
     rlimits, no groups, the slot's gid and uid, no capability left (bounding set included),
     no_new_privs, the jail's own seccomp filters."""
@@ -303,42 +446,7 @@ def drop_privileges(request, filters):
             check(LIBC.syscall(number, SECCOMP_SET_MODE_FILTER, 0, ctypes.byref(program)), "loading a seccomp filter")
 
 
-def session_main(request):
-    SESSION_CONFIG["confine"].apply()
-    empty_writable_places(request["writable"])
-    main = types.ModuleType("__main__")
-    main.__dict__["__builtins__"] = __builtins__
-    sys.modules["__main__"] = main
-    sys.argv = [""]
-    sys.path[0:0] = [""]
-    text_streams()
-    global NOTEBOOK
-    NOTEBOOK = Notebook(main, SESSION_CONFIG["shell"])
-    send_frame(CONTROL_FD, {"waiting": True})
-    start = read_frame(CONTROL_FD)  # a caller's OpenSession: sandbox.calls.SessionStart
-    if start is None:
-        return
-    memory_mb = start.get("memory_mb") or 0
-    if memory_mb:
-        limit = (vm_size_kb() << 10) + memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    guard = start.get("guard")
-    if guard is not None:
-        module = SESSION_CONFIG["guard"]
-        if guard["denied"]:
-            module.load_before_removal()
-        module.install_guard(guard["allowed"], guard["denied"], tuple(request["writable"]), guard["refuse_actions"])
-    send_frame(CONTROL_FD, {"serving": True, "pid": os.getpid(), "uid": os.getuid()})
-    number = 0
-    while True:
-        call = read_frame(CONTROL_FD)  # sandbox.calls.CellRequest
-        if call is None:
-            return
-        number += 1
-        send_frame(CONTROL_FD, run_call(main, call, number, memory_mb))
-
-
-def empty_writable_places(places):
+def empty_writable_places(places: "Sequence[str]") -> None:
     """Wipes every place the session may write (its home and the jail's private dirs), as
     the slot's uid inside the jail, before it serves: a recycled jail's hold what the last
     session left there, a new one's nothing. Raises OSError where one stays not empty."""
@@ -349,14 +457,14 @@ def empty_writable_places(places):
         raise OSError(f"cannot empty {left}")
 
 
-def feed_stdin(text):
+def feed_stdin(text: str) -> None:
     """fd 0 reads text, then end of file."""
     read_end, write_end = os.pipe()
     os.dup2(read_end, 0)
     os.close(read_end)
     data = text.encode("utf-8", "surrogateescape")
 
-    def write():
+    def write() -> None:
         try:
             write_all(write_end, data)
         except OSError:
@@ -369,110 +477,8 @@ def feed_stdin(text):
     else:
         threading.Thread(target=write, daemon=True).start()
     sys.stdin = open(0, "r", encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False)
-    sys.__stdin__ = sys.stdin
+    sys.__stdin__ = sys.stdin  # type: ignore[misc]  # typeshed calls it Final; the interpreter rebinds it
 
 
-def split_last_expression(source, filename):
-    """(statements, last expression or None), compiled, as a notebook cell runs them; the
-    source is kept for tracebacks."""
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    tree = ast.parse(source, filename)
-    last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
-    body = compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    return body, None if last is None else compile(last, filename, "eval", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-
-
-def compile_cell(code, filename):
-    """(source, statements, last expression) of a cell: as python3 compiles it, or, where it
-    cannot, as IPython rewrites its notebook syntax (else python3's SyntaxError stands)."""
-    try:
-        body, last = split_last_expression(code, filename)
-    except (SyntaxError, ValueError):
-        source = NOTEBOOK.rewritten(code)
-        if source is None:
-            raise
-        return (source, *split_last_expression(source, filename))
-    NOTEBOOK.script.start(code)
-    return code, body, last
-
-
-def evaluate(code, namespace):
-    """Runs code in namespace; a cell with a top-level await runs on the session's own
-    event loop, kept from cell to cell, as a notebook's does."""
-    result = eval(code, namespace)
-    if code.co_flags & inspect.CO_COROUTINE:
-        global EVENT_LOOP
-        import asyncio
-
-        if EVENT_LOOP is None or EVENT_LOOP.is_closed():
-            EVENT_LOOP = asyncio.new_event_loop()
-        result = EVENT_LOOP.run_until_complete(result)
-    return result
-
-
-def run_call(main, call, number, memory_mb):
-    """Runs a cell and answers as a zygote answers a call (the host reads it as a
-    sandbox.calls.CallReply): its outcome from the zygote's own table, the repr of its last
-    expression as the value (none after a trailing `;`), what it displayed as MIME bundles
-    (`notebook.py`). The host reads its output from the session's pipes, and names what
-    only it knows (an interrupt it sent, output past the cap, memory its cgroup refused).
-    While the code runs, SIGINT raises KeyboardInterrupt where the code is, as python3's
-    own handler does (the session's drops one that comes between cells)."""
-    global IN_CALL
-    result, exit_code, value, value_cut, ran_to_its_end = {"kind": "ok"}, 0, "", False, False
-    filename = f"<cell {number}>"
-    IN_CALL = True
-    try:
-        feed_stdin(call.get("stdin", ""))
-        NOTEBOOK.start_cell()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        try:
-            source, body, last = compile_cell(call["code"], filename)
-            evaluate(body, main.__dict__)
-            if last is not None:
-                evaluated = evaluate(last, main.__dict__)
-                if evaluated is not None and not ends_with_semicolon(source):
-                    main.__dict__["_"] = evaluated
-                    text = repr(evaluated)
-                    cap = call.get("value_chars", 1 << 20)
-                    value, value_cut = text[:cap], len(text) > cap
-                    NOTEBOOK.show(evaluated, value)
-            ran_to_its_end = True
-        except SystemExit as exc:
-            exit_code = exit_status(exc)  # as python3 exits: non-int codes printed, the status & 0xFF
-            if exit_code:
-                result = {"kind": "error", "error": f"SystemExit: {exc.code}"}
-        except BaseException as exc:
-            tb = exc.__traceback__
-            while tb is not None and tb.tb_frame.f_code.co_filename != filename:
-                tb = tb.tb_next
-            usage = NOTEBOOK.usage_error(exc)
-            sys.stderr.write(usage or "".join(traceback.format_exception(type(exc), exc, program_traceback(exc, tb))))
-            result, exit_code = raised(exc, SESSION_CONFIG["guard"].DENIALS), 1
-        NOTEBOOK.end_cell(ran_to_its_end)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-    except KeyboardInterrupt:  # in the session's own steps, before or after the code
-        result, exit_code = {"kind": "error", "error": "KeyboardInterrupt"}, 1
-    finally:
-        signal.signal(signal.SIGINT, interrupt_call)
-        IN_CALL = False
-    outcome, error = program_end(result, exit_code, memory_mb)
-    displays, displays_cut = NOTEBOOK.taken(call.get("display_bytes", 0))
-    return {"id": call.get("id"), "outcome": outcome, "error": error[:4096], "exit_code": exit_code,
-            "value": value, "truncated": value_cut or displays_cut, "displays": displays}
-
-
-EXIT_PIPES = {}  # in the zygote: a live session's pid -> the write end of its exit pipe
-OWN_PID_NAMESPACE = -1  # in the zygote: its own pid namespace, where its children are born between sessions
-SESSION_CONFIG = {}  # in the zygote: what each session needs of it (set by zygote_main)
-IN_CALL = False  # in a session: whether a call's code runs
-EVENT_LOOP = None  # in a session: the loop its cells' top-level awaits run on, once one has
-NOTEBOOK = None  # in a session: its notebook.Notebook, made before it waits for a caller
 if __name__ == "session_zygote":
     zygote_main(JAIL_CONFIG)  # noqa: F821 - defined by the bootstrap before this source runs

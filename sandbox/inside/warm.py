@@ -7,6 +7,12 @@ import signal
 import sys
 import types
 
+# No typing or __future__ import: either would show in the sys.modules of every program run
+# here. Names only the type checker needs are imported for it, in annotations as strings.
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
 PR_SET_DUMPABLE = 4
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
@@ -16,9 +22,10 @@ HUGE_PAGE = 2 << 20
 LIBRARY_PACKAGE = "sandbox"  # the top of the library's names in sys.modules (sandbox.worker.LIBRARY)
 
 
-def preload(modules):
+def preload(modules: "Iterable[str]") -> "tuple[list[str], dict[str, str]]":
     """Imports modules; returns those loaded and, by name, why the others failed."""
-    loaded, failed = [], {}
+    loaded: list[str] = []
+    failed: dict[str, str] = {}
     for name in modules:
         try:
             importlib.import_module(name)
@@ -28,20 +35,20 @@ def preload(modules):
     return loaded, failed
 
 
-def load_source(name, source):
+def load_source(name: str, source: str) -> types.ModuleType:
     """A module made from source that the host sent, kept out of sys.modules."""
     module = types.ModuleType(name)
     exec(compile(source, name, "exec"), module.__dict__)
     return module
 
 
-def confine(source):
+def confine(source: str) -> None:
     """Installs the jail's seccomp layer (sandbox/confine.py) on this process and every
     call it will fork; the module and its native handles are dropped afterwards."""
     load_source("confine", source).apply()
 
 
-def forget_library():
+def forget_library() -> None:
     """Drops the library the bootstrap installed from sys.modules: a program that imports
     a module of the same name (its own `frames.py`, a `sandbox` package) finds its own, as
     under python3. The library's modules stay bound where they were imported."""
@@ -49,7 +56,7 @@ def forget_library():
         del sys.modules[name]
 
 
-def harden_process():
+def harden_process() -> None:
     """Dies with the jail, is not dumpable (no ptrace, no /proc/pid/mem of it), and
     becomes the subreaper of everything its calls start."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -58,7 +65,7 @@ def harden_process():
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def text_streams():
+def text_streams() -> None:
     """sys.stdin, sys.stdout and sys.stderr on fds 0, 1 and 2, as `python3` makes them when
     they are pipes in a UTF-8 locale (stdout block-buffered, stderr line-buffered, no
     newline translation): a call's process points the fds at its own pipes. They hold
@@ -67,10 +74,11 @@ def text_streams():
     sys.stdout = open(1, "w", encoding="utf-8", errors="surrogateescape", newline="\n", closefd=False)
     sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", newline="\n",
                       closefd=False)
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    # typeshed marks the three Final; the interpreter lets them be rebound, as python3's are these
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
 
 
-def vm_size_kb():
+def vm_size_kb() -> int:
     with open("/proc/self/status") as status:
         for line in status:
             if line.startswith("VmSize:"):
@@ -78,7 +86,7 @@ def vm_size_kb():
     return 0
 
 
-def collapse_heap_into_huge_pages():
+def collapse_heap_into_huge_pages() -> int:
     """Backs the warm heap with 2 MB pages, so that each fork copies a few hundred page
     table entries instead of ~12,000 and each child's exit frees as few.
 

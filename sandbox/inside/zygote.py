@@ -87,6 +87,15 @@ STARTED_AHEAD = "__started_ahead__"  # where a call's launcher finds the hand-ov
                                      # ahead for it (sandbox/inside/ahead.py), in its module's names
 ENLISTED = b"+"  # the zygote's word to a child that starts a process ahead: it is in the memory cgroup
 
+TYPE_CHECKING = False  # typing's flag without importing typing at run time (type checkers read it as True)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from types import FrameType, ModuleType
+    from typing import Any, NoReturn
+
+    JsonObject = dict[str, Any]  # a frame's object, as json reads and writes it
+    JAIL_CONFIG: "JsonObject"  # the config the host sent: defined by the bootstrap before this source runs
+
 
 class Child:
     """A child forked ahead of its call: it waits on its request pipe, then runs it.
@@ -94,7 +103,7 @@ class Child:
     The program's `__main__` module is made here, before the fork, by the zygote's warm
     code: in the call's process the same work would fault in pages."""
 
-    def __init__(self, zygote, baseline_kb, ahead):
+    def __init__(self, zygote: "Zygote", baseline_kb: int, ahead: "JsonObject | None") -> None:
         self.ahead = ahead  # what it starts ahead of its call, or None
         req_r, self.req_w = os.pipe()
         self.out_r, out_w = os.pipe()
@@ -110,7 +119,7 @@ class Child:
             os.close(fd)
         self.pidfd = os.pidfd_open(self.pid)
 
-    def close(self):
+    def close(self) -> None:
         for fd in (self.req_w, self.out_r, self.err_r, self.res_r, self.pidfd):
             try:
                 os.close(fd)
@@ -123,24 +132,28 @@ class Zygote:
     profiles, the call that runs; and, in a call's process (a copy of it after the fork),
     that call's result pipe and pid."""
 
-    def __init__(self, home, guard, reroute_outside_stdlib, hand_back):
+    def __init__(self, home: str, guard: "ModuleType", reroute_outside_stdlib: bool, hand_back: frozenset[str]) -> None:
         self.home = home  # the jail's home, the call's working directory
         self.guard = guard  # the guard's module (sandbox/guard.py, from the source the host sent)
         self.reroute_outside_stdlib = reroute_outside_stdlib
         self.hand_back = hand_back  # top-level modules whose import ends a call REROUTE (a warm zygote's)
-        self.guards = {}  # import profile -> the installer of its guard, or None where it refuses nothing
-        self.private_dirs = ()  # the jail's own /tmp, /var/tmp, /dev/shm, /run/lock: writable, wiped after every call
-        self.scratch_dirs = ()  # one directory of each filesystem a call may write: its scratch usage
-        self.empty_size = {}  # the size each of private_dirs on a tmpfs has when empty
+        # import profile -> the installer of its guard, or None where it refuses nothing
+        self.guards: "dict[str, Callable[[], None] | None]" = {}
+        # the jail's own /tmp, /var/tmp, /dev/shm, /run/lock: writable, wiped after every call
+        self.private_dirs: tuple[str, ...] = ()
+        self.scratch_dirs: tuple[str, ...] = ()  # one directory of each filesystem a call may write: its scratch usage
+        self.empty_size: dict[str, int] = {}  # the size each of private_dirs on a tmpfs has when empty
         self.running_call = 0  # the pid of the call's process while its call runs
         self.cancelled = False  # whether the host cancelled the running call
-        self.kept = {}  # key -> bytes: the files the host asked this zygote to keep (it chooses what, and
-                        # how much); a call's process finds those kept before it was forked
-        self.ahead = None  # what the last request named to start ahead: the next call's process starts it
+        # key -> bytes: the files the host asked this zygote to keep (it chooses what, and how much);
+        # a call's process finds those kept before it was forked
+        self.kept: dict[str, bytes] = {}
+        # what the last request named to start ahead: the next call's process starts it
+        self.ahead: "JsonObject | None" = None
         self.call_result_fd = -1  # in a call's process: the pipe its result goes to
         self.call_pid = -1  # in a call's process: its pid (its own child processes have others)
 
-    def settle(self, private_dirs, policy):
+    def settle(self, private_dirs: "Iterable[str]", policy: "JsonObject | None") -> None:
         """Takes the jail's own writable mounts the host capped, makes the guards, and
         leaves them as empty as a call will find them."""
         self.private_dirs = tuple(private_dirs)
@@ -153,7 +166,7 @@ class Zygote:
         for directory in tmpfs_directories(self.private_dirs):
             self.empty_size[directory] = os.stat(directory).st_size
 
-    def make_guards(self, policy):
+    def make_guards(self, policy: "JsonObject | None") -> "dict[str, Callable[[], None] | None]":
         """The guard of each profile made ready to install in a call's process (None for a
         profile that refuses nothing, where nothing is rerouted); empty without a policy."""
         if policy is None:
@@ -164,7 +177,7 @@ class Zygote:
                                             outside, self.hand_back or None)
                 for name, rules in policy["profiles"].items()}
 
-    def serve(self, control_in, control_out, cgroup):
+    def serve(self, control_in: int, control_out: int, cgroup: "CallCgroup") -> None:
         """Answers request frames, one at a time, until the host closes its end."""
         child = self.forked(cgroup, None)
         while True:
@@ -194,7 +207,7 @@ class Zygote:
             self.clean_up(child)
             child = self.forked(cgroup, self.ahead)
 
-    def keep_files(self, forget, sent):
+    def keep_files(self, forget: "Iterable[str]", sent: dict[str, str]) -> None:
         """Forgets the kept files the host no longer wants kept, then keeps those it sent
         (its call's process, forked before, decodes them from its request itself)."""
         for key in forget:
@@ -202,7 +215,7 @@ class Zygote:
         for key, text in sent.items():
             self.kept[key] = base64.b64decode(text)
 
-    def forked(self, cgroup, ahead):
+    def forked(self, cgroup: "CallCgroup", ahead: "JsonObject | None") -> "Child":
         """The next call's process, forked ahead and moved into the slot's memory cgroup, where
         it then starts ahead (a request's `ahead`, or None). Its memory limit counts above the
         address space it inherits (the kept files with it)."""
@@ -214,7 +227,8 @@ class Zygote:
 
     # ---- in the call's process
 
-    def run_child(self, baseline_kb, main, req_r, out_w, err_w, result_w, ahead):
+    def run_child(self, baseline_kb: int, main: "ModuleType", req_r: int, out_w: int, err_w: int, result_w: int,
+                  ahead: "JsonObject | None") -> None:
         """Runs in the forked child; never returns.
 
         Everything that does not depend on the request is done before it arrives, while
@@ -251,15 +265,16 @@ class Zygote:
             write_files(request["files"])
             write_kept_files(request["kept"], self.kept, request["kept_data"])
             set_limits(request, baseline_kb)
-            if self.guards.get(request["profile"]) is not None:
-                self.guards[request["profile"]]()
+            install_guard = self.guards.get(request["profile"])
+            if install_guard is not None:
+                install_guard()
         except BaseException as exc:  # the child cannot start: report it as a crash
             os.write(result_w, json.dumps({"kind": "crashed", "error": f"child setup: {exc!r}"}).encode())
             REAL_EXIT(70)
         result, code = run_program(request["code"], main, request["max_output_bytes"], self.guard.DENIALS)
         finish(result, code, result_w)
 
-    def start_ahead(self, ahead, req_r):
+    def start_ahead(self, ahead: "JsonObject", req_r: int) -> "StartedAhead | None":
         """The process ahead names, started once the zygote has this process in the memory
         cgroup; None where it cannot start (the call's launcher then starts its program)."""
         if os.read(req_r, len(ENLISTED)) != ENLISTED:
@@ -269,14 +284,14 @@ class Zygote:
         except OSError:
             return None
 
-    def exit_flushed(self, status):
+    def exit_flushed(self, status: int) -> "NoReturn":
         """os._exit in the call's process: what the program printed before it is kept (python3
         would drop what sits in stdout's buffer); its child processes exit as usual."""
         if os.getpid() == self.call_pid:
             flush_std()
         REAL_EXIT(status)
 
-    def reroute(self, module):
+    def reroute(self, module: str) -> "NoReturn":
         """Ends the call at once, uncatchably, when its code reaches for a module this
         zygote does not offer or hands back: the host runs it again on a zygote that preloads it."""
         os.write(self.call_result_fd, json.dumps({"kind": "reroute", "module": str(module)[:200]}).encode())
@@ -284,7 +299,7 @@ class Zygote:
 
     # ---- in the zygote, while a call runs and after
 
-    def cancel_call(self, signum, frame):
+    def cancel_call(self, signum: int, frame: "FrameType | None") -> None:
         """SIGUSR1 from the host: the running call's caller went away. Its process group is
         killed, so that the zygote answers at once and takes the next call; clean_up ends the
         rest of its processes as after any call."""
@@ -297,7 +312,7 @@ class Zygote:
             except OSError:
                 pass
 
-    def execute(self, child, request, payload):
+    def execute(self, child: "Child", request: "JsonObject", payload: bytes) -> "JsonObject":
         """Runs request (payload: its JSON) in the preforked child and returns the reply.
 
         Returns as soon as the child has reported and closed its output, before cleanup:
@@ -314,7 +329,7 @@ class Zygote:
             reply["error"] = "cancelled: its caller went away"
         return reply
 
-    def run_call(self, child, request, payload):
+    def run_call(self, child: "Child", request: "JsonObject", payload: bytes) -> "JsonObject":
         cap = request["max_output_bytes"]
         scratch_cap = request.get("max_scratch_mb", 0) << 20
         # Before the request goes: once it has, the child writes while the parent looks.
@@ -379,7 +394,7 @@ class Zygote:
         return classify(request, status, timed_out, elapsed,
                         captures[child.out_r], captures[child.err_r], captures[child.res_r], over_scratch, over_output)
 
-    def clean_up(self, child):
+    def clean_up(self, child: "Child") -> None:
         """Leaves nothing of the call: no process, no file, no open descriptor."""
         kill_everything_else()
         child.close()
@@ -389,7 +404,7 @@ class Zygote:
                 wipe(directory)
 
 
-def read_available(fd, capture):
+def read_available(fd: int, capture: "Capture") -> bool:
     """Reads what fd has now: returns False at end of file, True otherwise."""
     try:
         data = os.read(fd, READ_CHUNK)
@@ -403,7 +418,7 @@ def read_available(fd, capture):
     return True
 
 
-def drain(fd, capture):
+def drain(fd: int, capture: "Capture") -> None:
     """Reads what is buffered in fd without waiting for writers that are still alive."""
     while True:
         try:
@@ -415,7 +430,7 @@ def drain(fd, capture):
         capture.feed(data)
 
 
-def main(config):
+def main(config: "JsonObject") -> None:
     home = os.environ.get("HOME", "")
     if not os.path.isabs(home) or home == "/":
         raise SystemExit(f"HOME {home!r} is no scratch directory: the zygote wipes it after every call")

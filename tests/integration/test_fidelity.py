@@ -28,7 +28,9 @@ from toolclient.client import python_request
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.settings import Settings
 
-pytestmark = pytest.mark.slow
+# The first test waits for the whole corpus: the oracle's runs and the server's answers (minutes
+# on a machine busy beside the suite).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 CORPUS = {program.name: program for module in (programs_semantics, programs_numeric, programs_data, programs_text)
           for program in module.PROGRAMS}

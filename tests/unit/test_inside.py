@@ -135,12 +135,13 @@ def test_files_stay_in_the_home(tmp_path, monkeypatch):
 
 
 def test_the_modules_hold_no_state_of_their_own():
-    """The zygote's state lives in one object (zygote.Zygote): the library's modules hold
-    constants, functions and classes only."""
-    for module in (frames, outcome, program, files, cleanup, call_process, warm):
-        tree = ast.parse((INSIDE / f"{module.__name__.rpartition('.')[2]}.py").read_text())
-        assert not [node for node in ast.walk(tree) if isinstance(node, ast.Global)], module.__name__
+    """A zygote's state lives in one object (zygote.Zygote, session_zygote.SessionZygote):
+    the zygotes' sources and the library's modules hold constants, functions and classes only."""
+    for name in (*(module.__name__.rpartition('.')[2] for module in (frames, outcome, program, files, cleanup,
+                                                                       call_process, warm)), *ENTRIES):
+        tree = ast.parse((INSIDE / f"{name}.py").read_text())
+        assert not [node for node in ast.walk(tree) if isinstance(node, ast.Global)], name
         for node in tree.body:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
-                    assert isinstance(target, ast.Name) and target.id.isupper(), (module.__name__, ast.dump(target))
+                    assert isinstance(target, ast.Name) and target.id.isupper(), (name, ast.dump(target))

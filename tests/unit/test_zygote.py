@@ -147,6 +147,21 @@ async def test_a_request_without_its_keys_is_answered_invalid(slot):
         await zygote.kill()
 
 
+async def test_a_programs_annotations_and_top_level_await_are_python3s(slot):
+    """The zygote's own sources compile with `from __future__ import annotations`; a call's
+    code inherits none of it (its annotations are objects), and a top-level await is
+    python3's SyntaxError."""
+    zygote = Zygote(ZygoteSpec(interpreter=sys.executable, jail=JailPolicy(hidden_paths=(PROJECT,))), slot)
+    try:
+        await zygote.start()
+        annotated = await zygote.run(probe_request("a", "def f(x: int): pass\nf.__annotations__"), 10)
+        assert annotated.value == "{'x': <class 'int'>}"
+        awaited = await zygote.run(probe_request("b", "import asyncio\nawait asyncio.sleep(0)"), 10)
+        assert awaited.outcome == "ERROR" and "'await' outside function" in awaited.error
+    finally:
+        await zygote.kill()
+
+
 def guarded(reroute: bool, preload: tuple[str, ...] = ()) -> ZygoteSpec:
     profiles = {"open": GuardProfile(), "guarded": GuardProfile(denied=DENIED_IMPORTS, refuse_actions=True)}
     return ZygoteSpec(interpreter=sys.executable, preload=preload, jail=JailPolicy(hidden_paths=(PROJECT,)),
