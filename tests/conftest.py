@@ -40,6 +40,21 @@ SUITE_TMP_PREFIX = "toolserver-suite-"
 SUITE_ROOT = pytest.StashKey[Path]()
 # Where slots are lent: machine-wide, so that runs side by side never share a slot.
 SLOT_LOCKS = Path("/run/lock/toolserver-test-slots")
+# Held exclusively by a test that mounts on the host, and shared by every server's start up
+# to its listening (its self-test's jails): machine-wide, so that a run beside one that
+# mounts never starts a server whose self-test finds a stranger's mount writable in its jail.
+HOST_MOUNTS_LOCK = Path("/run/lock/toolserver-test-host-mounts")
+
+
+@contextlib.contextmanager
+def host_mounts_held(exclusive: bool) -> Iterator[None]:
+    HOST_MOUNTS_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(HOST_MOUNTS_LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -225,12 +240,13 @@ class RunningServer:
                "--slim-workers", str(self.slim_workers), "--scientific-workers", str(scientific_workers),
                "--config", str(path), *args]
         self.log = open(tmp / f"server-{self.port}.log", "w+")
-        self.process = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
-        try:
-            self.wait_listening()
-        except RuntimeError:
-            self.stop()
-            raise
+        with host_mounts_held(exclusive=False):
+            self.process = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+            try:
+                self.wait_listening()
+            except RuntimeError:
+                self.stop()
+                raise
 
     def wait_listening(self, timeout_s: float = 120) -> None:
         deadline = time.monotonic() + timeout_s

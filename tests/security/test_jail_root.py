@@ -22,7 +22,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.conftest import RunningServer
+from tests.conftest import RunningServer, host_mounts_held
 from toolcontract.v1 import toolserver_pb2 as pb
 
 TOKEN = f"canary-{secrets.token_hex(8)}"
@@ -156,20 +156,22 @@ def test_the_self_test_proved_the_root_and_the_mounts(root_server):
 @contextlib.contextmanager
 def host_mounts() -> Iterator[list[Path]]:
     """tmpfs mounts made on the host now, each with a file: where podman and `ip netns` make
-    theirs (/run, /var/lib), and one inside a directory every jail shows (/usr/share)."""
+    theirs (/run, /var/lib), and one inside a directory every jail shows (/usr/share). No
+    server of any run on the machine starts meanwhile (tests/conftest.py host_mounts_held)."""
     made: list[Path] = []
-    try:
-        for parent in ("/run", "/var/lib", "/usr/share"):
-            point = Path(parent) / f"toolserver-mount-{secrets.token_hex(4)}"
-            point.mkdir()
-            made.append(point)
-            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], check=True)
-            (point / "inside").write_text(TOKEN)
-        yield made
-    finally:
-        for point in made:
-            subprocess.run(["umount", "-l", str(point)], check=False)
-            point.rmdir()
+    with host_mounts_held(exclusive=True):
+        try:
+            for parent in ("/run", "/var/lib", "/usr/share"):
+                point = Path(parent) / f"toolserver-mount-{secrets.token_hex(4)}"
+                point.mkdir()
+                made.append(point)
+                subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(point)], check=True)
+                (point / "inside").write_text(TOKEN)
+            yield made
+        finally:
+            for point in made:
+                subprocess.run(["umount", "-l", str(point)], check=False)
+                point.rmdir()
 
 
 MOUNT_PROBE = """
