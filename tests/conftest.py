@@ -69,7 +69,28 @@ def pytest_configure(config: pytest.Config) -> None:
     tempfile.tempdir = None  # tempfile reads TMPDIR again
 
 
+GUEST_TEST = "tests/integration/test_cgroup2_guest.py::"
+GUEST_RUN = pytest.StashKey[tuple[subprocess.Popen[bytes], Path]]()  # the cgroup v2 guest's run and its log
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Starts the cgroup v2 guest's run (two minutes of emulation, most of it waiting) as
+    soon as a run that selects its test has collected, so that it boots beside the rest."""
+    if not any(item.nodeid.startswith(GUEST_TEST) for item in session.items):
+        return
+    from tests.integration.test_cgroup2_guest import start_guest, why_no_guest
+
+    if why_no_guest():
+        return
+    log = Path(tempfile.mkdtemp(prefix="cgroup2-guest-")) / "guest.log"  # under the run's root
+    session.config.stash[GUEST_RUN] = (start_guest(log), log)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    started = config.stash.get(GUEST_RUN, None)
+    if started is not None and started[0].poll() is None:  # the run stopped before its test read it
+        os.killpg(started[0].pid, 9)
+        started[0].wait()
     root = config.stash.get(SUITE_ROOT, None)
     if root is not None:
         shutil.rmtree(root, ignore_errors=True)

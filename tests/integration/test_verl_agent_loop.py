@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from tests.chat_tokenizer import END, byte_chat_tokenizer
-from tests.conftest import RunningServer
 
 pytest.importorskip("verl.experimental.agent_loop", reason="the verl extra: pip install -e '.[verl]'")
 import verl.trainer.config  # noqa: E402
@@ -28,13 +27,6 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 from toolclient.integrations.verl import SESSION_KEY, STATS_KEY, ToolServerAgentLoop, ToolServerTool  # noqa: E402
 
 QWEN_TEMPLATE = pytest.importorskip("trl.chat_template_utils").qwen2_5_chat_template
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    running = RunningServer(tmp_path_factory.mktemp("verl-loop"), workers=2, sessions=2)
-    yield running
-    running.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""One real tool server for the trainer's tests (slot users tsbox28..tsbox30)."""
+"""The trainer's tests run against the suite's shared tool server (tests/conftest.py `server`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ from tests.conftest import RunningServer
 
 
 @pytest.fixture(scope="session")
-def trainer_server(tmp_path_factory):
-    running = RunningServer(tmp_path_factory.mktemp("trainer"), workers=2)
-    yield running
-    running.stop()
+def trainer_server(server: RunningServer) -> RunningServer:
+    return server
 
 
 @pytest.fixture(scope="session", autouse=True)
