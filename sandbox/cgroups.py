@@ -46,6 +46,10 @@ V2_CONTROLLERS = ("memory", "pids")
 class CgroupUnavailable(OSError):
     """No writable memory cgroup hierarchy here; the message says why."""
 
+# How long processes SIGKILLed in a cgroup may take to end (to free their memory) before it is
+# declared not emptied: a busy host takes hundreds of milliseconds for a session's.
+KILL_WAIT_S = 5.0
+
 
 class MemoryCgroup:
     """The cgroup of one slot; what differs between the hierarchies is in its subclasses."""
@@ -92,23 +96,24 @@ class MemoryCgroup:
         """The cgroup of this hierarchy a process's /proc/PID/cgroup lines name."""
         raise NotImplementedError
 
-    def kill_all(self, rounds: int = 50) -> bool:
+    def kill_all(self, wait_s: float = KILL_WAIT_S) -> bool:
         """SIGKILLs every process in this cgroup until none is left (a process cannot leave
         it: the hierarchy is root's); returns whether it emptied."""
-        return self.kill_all_but(frozenset(), rounds)
+        return self.kill_all_but(frozenset(), wait_s)
 
-    def kill_all_but(self, keep: frozenset[int], rounds: int = 50) -> bool:
+    def kill_all_but(self, keep: frozenset[int], wait_s: float = KILL_WAIT_S) -> bool:
         """SIGKILLs every process in this cgroup but those of keep (a jail's own, kept for the
-        next session) until no other is left, or rounds times (1: at once, without waiting);
+        next session) until no other is left, for up to wait_s (0: once, without waiting);
         returns whether that came to pass."""
-        for done in range(1, rounds + 1):
+        deadline = time.monotonic() + wait_s
+        while True:
             others = [pid for pid in self.pids() if pid not in keep]
             if not others:
                 return True
             signal_pids(others, signal.SIGKILL, self.holds)
-            if done < rounds:
-                time.sleep(0.005)
-        return not [pid for pid in self.pids() if pid not in keep]
+            if time.monotonic() >= deadline:
+                return not [pid for pid in self.pids() if pid not in keep]
+            time.sleep(0.005)
 
     def reset_charge(self) -> None:
         """Reclaims what the cgroup's processes left charged to it (page cache; a wiped

@@ -248,6 +248,11 @@ def descendants_of(pid: int) -> list[int]:
     return sorted(found)
 
 
+def made_failures(server: RunningServer) -> list[str]:
+    """The server's words for each session it could not make."""
+    return [line for line in server.output().splitlines() if "could not be" in line]
+
+
 @pytest.mark.slow
 def test_hundreds_of_opens_and_closes_leave_nothing_behind(tmp_path):
     """500 sessions opened, used and closed one after another on 4 places: no descriptor,
@@ -273,7 +278,7 @@ def test_hundreds_of_opens_and_closes_leave_nothing_behind(tmp_path):
             while metric(server, "toolserver_sessions_ready") < 4 and time.monotonic() < deadline:
                 time.sleep(0.5)
             assert metric(server, "toolserver_sessions_opened") >= 500
-            assert metric(server, "toolserver_sessions_make_failures") == 0
+            assert metric(server, "toolserver_sessions_make_failures") == 0, made_failures(server)
             assert len(os.listdir(f"/proc/{pid}/fd")) <= descriptors + 4
             assert len(descendants_of(pid)) <= processes + 2  # no zombie or stray jail
             assert server_rss_mb(pid) - rss < 40
@@ -318,7 +323,7 @@ def test_the_pool_learns_a_batch_and_forgets_it(tmp_path):
             assert wait_for_metric(server, "toolserver_sessions_ready", 2, within_s=60) == 2
             time.sleep(2)
             assert metric(server, "toolserver_sessions_ready") == 2  # not passing by: kept there
-            assert metric(server, "toolserver_sessions_make_failures") == 0
+            assert metric(server, "toolserver_sessions_make_failures") == 0, made_failures(server)
     finally:
         server.stop()
 

@@ -323,7 +323,7 @@ class SessionPool:
         made.process.close()
         if recycle and self.recyclable(made):
             assert made.jail is not None and made.cgroup is not None
-            made.cgroup.kill_all_but(made.jail.own_pids, rounds=1)  # what it started ends now, not once recycled
+            made.cgroup.kill_all_but(made.jail.own_pids, wait_s=0)  # what it started ends now, not once recycled
             self.spawn(self._recycle(made, self._making.claim()))
             return
         if made.jail is not None:
