@@ -46,6 +46,7 @@ V2_CONTROLLERS = ("memory", "pids")
 class CgroupUnavailable(OSError):
     """No writable memory cgroup hierarchy here; the message says why."""
 
+
 # How long processes SIGKILLed in a cgroup may take to end (to free their memory) before it is
 # declared not emptied: a busy host takes hundreds of milliseconds for a session's.
 KILL_WAIT_S = 5.0

@@ -16,14 +16,11 @@ from toolcontract.v1 import toolserver_pb2 as pb
 
 # What a sandboxed call's reply may say (`CallReply.outcome`, REROUTE aside: the host acts on it).
 CALL_OUTCOMES = frozenset({"OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "OUTPUT_LIMIT", "DENIED", "CRASHED", "INVALID"})
-# What a run of a program (a compiled binary, a shell) ends in: the jail's DENIED and INVALID
-# cannot come of a program that only execs, so they are the sandbox's failure there.
-PROGRAM_OUTCOMES = frozenset({"OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "OUTPUT_LIMIT"})
+CONTRACT = {name: cast(pb.Outcome, pb.Outcome.Value(name)) for name in pb.Outcome.keys()}  # read once: every call's
 
 
 def contract_outcome(name: str, answered: Collection[str] = CALL_OUTCOMES) -> pb.Outcome:
     """The Outcome named name where it is one of answered (what the tool's answers may
     carry), CRASHED otherwise."""
-    if name in answered and name in pb.Outcome.keys():
-        return cast(pb.Outcome, pb.Outcome.Value(name))
-    return pb.CRASHED
+    outcome = CONTRACT.get(name) if name in answered else None
+    return pb.CRASHED if outcome is None else outcome

@@ -11,8 +11,8 @@ from sandbox.calls import CallReply
 from toolcontract.v1 import toolserver_pb2 as pb
 from toolserver.judging.compiler import COMPILE_OUTCOMES
 from toolserver.lean.pool import REPL_OUTCOMES
-from toolserver.outcomes import CALL_OUTCOMES, PROGRAM_OUTCOMES, contract_outcome
-from toolserver.zygotes.programs import program_outcome
+from toolserver.outcomes import CALL_OUTCOMES, contract_outcome
+from toolserver.zygotes.programs import PROGRAM_OUTCOMES, program_outcome
 
 ROOT = Path(__file__).resolve().parents[2]
 

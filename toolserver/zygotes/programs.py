@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from sandbox.calls import PROGRAM_FILE, CallReply
 from toolcontract.v1 import toolserver_pb2 as pb
-from toolserver.outcomes import PROGRAM_OUTCOMES, contract_outcome
+from toolserver.outcomes import contract_outcome
 
 KILLED = "killed by signal "
 OUT_OF_MEMORY = "std::bad_alloc"  # what libstdc++ says when an allocation fails under RLIMIT_AS
+# What a run of a program (a compiled binary, a shell) ends in: the jail's DENIED and INVALID
+# cannot come of a program that only execs, so they are the sandbox's failure there.
+PROGRAM_OUTCOMES = frozenset({"OK", "ERROR", "TIMEOUT", "MEMORY_LIMIT", "OUTPUT_LIMIT"})
 
 
 def exec_program(argv: list[str], memory_mb: int, executable: str = "") -> str:
